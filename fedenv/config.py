@@ -1,0 +1,129 @@
+"""The environment's whole configuration, one dataclass (DESIGN.md section 4).
+
+Field names are the flag names of ``train_agents.py`` and ``evaluate.py`` (``num_clients`` is
+``--num-clients``). Values marked "our default" are choices of this project, not constants of a paper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+from fedenv.data import DATASETS, PARTITIONERS
+from fedenv.models import MODELS
+from fedenv.reward import UTILITIES
+
+AGGREGATIONS = ("fedavg",)
+
+
+@dataclass
+class EnvConfig:
+    """Configuration of :class:`fedenv.env.ClientSelectionEnv`.
+
+    Federation: ``dataset`` (``mnist5k`` embedded, ``mnist``, ``fashion-mnist``), ``data_root``
+    (torchvision-layout folder), ``download``; ``partition`` (``fedmarl``, ``dirichlet``, ``iid``) with
+    ``dominant_fraction`` (fedmarl, FedMarl's 0.8), ``size_exponent`` (fedmarl power law, our default
+    0.5), ``dirichlet_alpha`` and ``min_client_size``; ``val_fraction`` of the training set held out as
+    the server's validation split (our default 0.1).
+
+    Training: ``model`` (``mlp``, ``lenet5``), ``num_clients`` K, ``clients_per_round`` (candidates per
+    round), ``num_rounds`` T, ``local_epochs`` E (the first is the probing epoch), ``batch_size``,
+    ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``, ``aggregation``; ``device`` (``auto``,
+    ``cpu``, ``cuda``).
+
+    Traces: ``trace``, a shipped trace name or a trace file path.
+
+    Observation and reward: ``history_length`` h of the latency histories (our default 5);
+    ``utility`` (``exp64`` or ``linear``); weights ``accuracy_weight`` w1, ``latency_weight`` w2 (per
+    second) and ``comm_weight`` w3 (per MB). The default w2 and w3 are calibrated on training seeds
+    (``python -m fedenv.calibrate``) so that for FedAvg on the default federation the summed latency and
+    upload terms are each a quarter of the summed accuracy term. ``target_accuracy``: optional; reaching
+    it ends the episode by termination.
+    """
+
+    dataset: str = "mnist5k"
+    data_root: str | None = None
+    download: bool = False
+    partition: str = "fedmarl"
+    dominant_fraction: float = 0.8
+    size_exponent: float = 0.5
+    dirichlet_alpha: float = 0.5
+    min_client_size: int = 10
+    val_fraction: float = 0.1
+    model: str = "mlp"
+    num_clients: int = 10
+    clients_per_round: int = 10
+    num_rounds: int = 20
+    local_epochs: int = 2
+    batch_size: int = 32
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    fedprox_mu: float = 0.0
+    aggregation: str = "fedavg"
+    trace: str = "default"
+    history_length: int = 5
+    utility: str = "exp64"
+    accuracy_weight: float = 1.0
+    latency_weight: float = 0.0
+    comm_weight: float = 0.0
+    target_accuracy: float | None = None
+    device: str = "auto"
+
+    def validate(self) -> "EnvConfig":
+        """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
+        choices = {
+            "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS,
+            "utility": UTILITIES, "aggregation": AGGREGATIONS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
+        for name in ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size",
+                     "history_length", "min_client_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
+        if self.clients_per_round > self.num_clients:
+            raise ValueError(
+                f"clients_per_round={self.clients_per_round} must be <= num_clients={self.num_clients}"
+            )
+        ranges = {
+            "dominant_fraction": (0.0, 1.0), "val_fraction": (0.0, 0.99), "momentum": (0.0, 0.999),
+        }
+        for name, (low, high) in ranges.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise ValueError(f"{name}={value!r} must be in [{low}, {high}]")
+        for name in ("lr", "dirichlet_alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
+        for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be >= 0")
+        if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:
+            raise ValueError(f"target_accuracy={self.target_accuracy!r} must be in (0, 1] or None")
+        return self
+
+    def to_dict(self) -> dict:
+        """Plain dict of the fields (JSON-serialisable)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "EnvConfig":
+        """Build from a dict; unknown keys raise ``ValueError`` listing them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown EnvConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
+        return cls(**values)
+
+    def to_json(self) -> str:
+        """JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "EnvConfig":
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,322 @@
+"""The FL engine: batched local training of all candidates, aggregation and evaluation.
+
+Local training of the candidates of a round is one batched computation: the client models are stacked
+along a leading dimension and one ``torch.func.vmap(grad(...))`` call computes every client's minibatch
+gradient per SGD step (DESIGN.md section 5). Clients hold different numbers of samples; a client whose
+data are exhausted is masked out of the remaining steps, so nobody is over- or under-trained.
+:func:`train_reference` is the plain per-client loop with ``torch.optim.SGD``; it is kept for tests and
+benchmarks and must agree with :func:`train_batched` to float tolerance.
+
+Both follow one :class:`Schedule` (which sample each client sees at each step), so the same seed gives
+the same minibatches to both.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from fedenv.aggregators import fedavg_weights, weighted_average
+from fedenv.data import Dataset
+
+
+@dataclass(frozen=True)
+class LocalTrainingConfig:
+    """Client-side optimiser settings (SGD, as in FedAvg).
+
+    Attributes:
+        batch_size: minibatch size (our default 32).
+        lr: SGD learning rate (our default 0.05).
+        momentum: SGD momentum; the buffer starts at zero every round and carries from the probing
+            epoch into the remaining epochs.
+        weight_decay: L2 coefficient added to the gradient, as ``torch.optim.SGD`` does.
+        fedprox_mu: FedProx proximal coefficient ``mu``: the local objective gets
+            ``mu / 2 * ||w - w_global||^2`` (Li et al., MLSys 2020, Eq. 2). 0 is plain FedAvg.
+    """
+
+    batch_size: int = 32
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    fedprox_mu: float = 0.0
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Which training sample each client sees at each local step.
+
+    Attributes:
+        index: int64 ``(S, K, B)``: indices into the training tensors (0 where padded).
+        valid: bool ``(S, K, B)``: False marks padding (a client's last partial batch, or steps after
+            its data are exhausted).
+    """
+
+    index: torch.Tensor
+    valid: torch.Tensor
+
+
+def make_schedule(
+    client_indices: list[np.ndarray], epochs: int, batch_size: int, generators: list[torch.Generator]
+) -> Schedule:
+    """Minibatch schedule of ``epochs`` local epochs for each client.
+
+    Each epoch visits a client's samples once in a fresh random order, in batches of ``batch_size``
+    (the last one partial), like a shuffling ``DataLoader`` with ``drop_last=False``. A client's epochs
+    follow each other without gaps; clients with less data finish early and are padded.
+
+    Args:
+        client_indices: one int array of training-set indices per client.
+        epochs: number of local epochs (>= 1).
+        batch_size: minibatch size (>= 1).
+        generators: one CPU generator per client; it alone fixes that client's order, so a client's
+            minibatches do not depend on which other clients train.
+
+    Returns:
+        A :class:`Schedule` with ``S = max_k epochs * ceil(n_k / batch_size)`` steps.
+    """
+    batches_per_client = []
+    if len(generators) != len(client_indices):
+        raise ValueError(f"need one generator per client: {len(client_indices)} clients, {len(generators)} generators")
+    for indices, generator in zip(client_indices, generators):
+        indices = torch.as_tensor(np.asarray(indices), dtype=torch.int64)
+        batches = []
+        for _ in range(epochs):
+            order = indices[torch.randperm(len(indices), generator=generator)]
+            batches.extend(order.split(batch_size))
+        batches_per_client.append(batches)
+    steps = max(len(b) for b in batches_per_client)
+    index = torch.zeros(steps, len(client_indices), batch_size, dtype=torch.int64)
+    valid = torch.zeros(steps, len(client_indices), batch_size, dtype=torch.bool)
+    for k, batches in enumerate(batches_per_client):
+        for s, batch in enumerate(batches):
+            index[s, k, : len(batch)] = batch
+            valid[s, k, : len(batch)] = True
+    return Schedule(index, valid)
+
+
+@dataclass
+class TrainResult:
+    """Stacked client models after local training.
+
+    Attributes:
+        params: ``name -> (K, *shape)`` parameters.
+        momentum: ``name -> (K, *shape)`` SGD momentum buffers.
+        loss_sum: ``(K,)`` sum over the visited samples of the training cross-entropy, each computed
+            with the weights before that sample's step.
+        samples: ``(K,)`` number of samples visited.
+    """
+
+    params: dict[str, torch.Tensor]
+    momentum: dict[str, torch.Tensor]
+    loss_sum: torch.Tensor
+    samples: torch.Tensor
+
+    def rows(self, rows) -> "TrainResult":
+        """The clients at positions ``rows`` (a list or int tensor), in that order."""
+        rows = torch.as_tensor(rows, dtype=torch.int64)
+        pick = lambda d: {k: v[rows.to(v.device)] for k, v in d.items()}  # noqa: E731
+        return TrainResult(pick(self.params), pick(self.momentum), self.loss_sum[rows], self.samples[rows])
+
+
+def _batch_loss(model, params, x, y, valid):
+    logits = functional_call(model, params, (x,))
+    ce = F.cross_entropy(logits, y, reduction="none") * valid
+    return ce.sum() / valid.sum().clamp(min=1), ce.sum()
+
+
+def train_batched(
+    model: nn.Module,
+    params: dict[str, torch.Tensor],
+    momentum: dict[str, torch.Tensor],
+    global_params: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    schedule: Schedule,
+    config: LocalTrainingConfig,
+) -> TrainResult:
+    """Local SGD of ``K`` clients at once (one vmapped gradient per step).
+
+    Args:
+        model: module whose structure ``params`` follow (its own weights are not used).
+        params: ``name -> (K, *shape)`` starting weights of each client.
+        momentum: ``name -> (K, *shape)`` starting momentum buffers (zeros at the start of a round).
+        global_params: ``name -> (*shape)`` global model (the FedProx anchor).
+        x: ``(N, *input_shape)`` training inputs on the engine's device; ``y``: ``(N,)`` labels.
+        schedule: minibatch schedule with ``K`` clients.
+        config: optimiser settings.
+
+    Returns:
+        :class:`TrainResult`; the update per step matches ``torch.optim.SGD`` (dampening 0, no
+        Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
+    """
+    device = x.device
+    per_client_grad = vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
+    params = dict(params)
+    momentum = dict(momentum)
+    k = schedule.index.shape[1]
+    loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
+    index, valid = schedule.index.to(device), schedule.valid.to(device)
+    for step in range(index.shape[0]):
+        step_valid = valid[step].to(x.dtype)
+        grads, losses = per_client_grad(params, x[index[step]], y[index[step]], step_valid)
+        active = valid[step].any(dim=1)
+        loss_sum += losses.double()
+        for name, p in params.items():
+            g = grads[name]
+            if config.weight_decay:
+                g = g + config.weight_decay * p
+            if config.fedprox_mu:
+                g = g + config.fedprox_mu * (p - global_params[name])
+            mask = active.view(-1, *([1] * (p.dim() - 1)))
+            if config.momentum:
+                g = config.momentum * momentum[name] + g
+                momentum[name] = torch.where(mask, g, momentum[name])
+            params[name] = torch.where(mask, p - config.lr * g, p)
+    return TrainResult(params, momentum, loss_sum, valid.sum(dim=(0, 2)).cpu().double())
+
+
+def train_reference(
+    model: nn.Module,
+    params: dict[str, torch.Tensor],
+    momentum: dict[str, torch.Tensor],
+    global_params: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    schedule: Schedule,
+    config: LocalTrainingConfig,
+) -> TrainResult:
+    """The plain per-client loop with ``torch.optim.SGD``; same arguments and result as
+    :func:`train_batched`. Slow by design: the reference for tests and benchmarks."""
+    out_params = {name: torch.empty_like(p) for name, p in params.items()}
+    out_momentum = {name: torch.empty_like(p) for name, p in params.items()}
+    k = schedule.index.shape[1]
+    loss_sum = torch.zeros(k, dtype=torch.float64)
+    for client in range(k):
+        local = copy.deepcopy(model)
+        with torch.no_grad():
+            for name, p in local.named_parameters():
+                p.copy_(params[name][client])
+        optimizer = torch.optim.SGD(
+            local.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        )
+        if config.momentum:
+            for name, p in local.named_parameters():
+                optimizer.state[p]["momentum_buffer"] = momentum[name][client].clone()
+        for step in range(schedule.index.shape[0]):
+            chosen = schedule.index[step, client][schedule.valid[step, client]].to(x.device)
+            if len(chosen) == 0:
+                continue
+            ce = F.cross_entropy(local(x[chosen]), y[chosen], reduction="none")
+            loss = ce.mean()
+            if config.fedprox_mu:
+                loss = loss + config.fedprox_mu / 2 * sum(
+                    ((p - global_params[name]) ** 2).sum() for name, p in local.named_parameters()
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            loss_sum[client] += ce.detach().sum().double().cpu()
+        for name, p in local.named_parameters():
+            out_params[name][client] = p.detach()
+            out_momentum[name][client] = (
+                optimizer.state[p]["momentum_buffer"] if config.momentum else torch.zeros_like(p)
+            )
+    return TrainResult(out_params, out_momentum, loss_sum.to(x.device), schedule.valid.sum(dim=(0, 2)).double())
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` -> CUDA when available, else CPU; any other string is passed to ``torch.device``.
+
+    Raises:
+        ValueError: the device string is not valid, or CUDA is asked for but not available.
+    """
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"invalid device {device!r}; allowed: auto, cpu, cuda, cuda:N") from error
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for but CUDA is not available; use --device auto or cpu")
+    return resolved
+
+
+class Federation:
+    """One federation's server state: data on the device, the global model, and its round operations.
+
+    Args:
+        model: the network (its initial weights become the global model).
+        dataset: the dataset; training tensors are indexed by ``client_indices``.
+        client_indices: one int array of training-set indices per client.
+        config: local optimiser settings.
+        device: where data and models live.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        dataset: Dataset,
+        client_indices: list[np.ndarray],
+        config: LocalTrainingConfig,
+        device: torch.device,
+    ):
+        self.model = model.to(device)
+        self.config = config
+        self.device = device
+        self.train_x = dataset.train_x.to(device)
+        self.train_y = dataset.train_y.to(device)
+        self.test_x = dataset.test_x.to(device)
+        self.test_y = dataset.test_y.to(device)
+        self.client_indices = [np.asarray(i) for i in client_indices]
+        self.data_sizes = torch.tensor([len(i) for i in self.client_indices], dtype=torch.float64)
+        self.global_params = {name: p.detach().clone() for name, p in self.model.named_parameters()}
+
+    def local_train(
+        self,
+        clients: np.ndarray,
+        epochs: int,
+        generators: list[torch.Generator],
+        start: TrainResult | None = None,
+    ) -> TrainResult:
+        """Train ``clients`` for ``epochs`` local epochs, from the global model or from ``start``.
+
+        Args:
+            clients: int array of client ids (rows of the result, in this order).
+            epochs: local epochs.
+            generators: one generator per client, fixing its minibatch order.
+            start: previous result for the same clients (continues their weights and momentum).
+        """
+        schedule = make_schedule(
+            [self.client_indices[c] for c in clients], epochs, self.config.batch_size, generators
+        )
+        if start is None:
+            params = {n: p.unsqueeze(0).repeat(len(clients), *[1] * p.dim()) for n, p in self.global_params.items()}
+            momentum = {n: torch.zeros_like(p) for n, p in params.items()}
+        else:
+            params, momentum = start.params, start.momentum
+        return train_batched(
+            self.model, params, momentum, self.global_params, self.train_x, self.train_y, schedule, self.config
+        )
+
+    def aggregate_fedavg(self, clients: np.ndarray, result: TrainResult) -> None:
+        """Replace the global model by the FedAvg of ``result`` (rows = ``clients``); no-op if empty."""
+        if len(clients) == 0:
+            return
+        self.global_params = weighted_average(result.params, fedavg_weights(self.data_sizes[clients]))
+
+    @torch.no_grad()
+    def evaluate(self, chunk: int = 4096) -> tuple[float, float]:
+        """Accuracy (fraction in [0, 1]) and mean cross-entropy of the global model on the test split."""
+        correct, loss = 0, 0.0
+        for start in range(0, len(self.test_y), chunk):
+            xb, yb = self.test_x[start : start + chunk], self.test_y[start : start + chunk]
+            logits = functional_call(self.model, self.global_params, (xb,))
+            correct += int((logits.argmax(dim=1) == yb).sum())
+            loss += float(F.cross_entropy(logits, yb, reduction="sum"))
+        return correct / len(self.test_y), loss / len(self.test_y)
