@@ -66,8 +66,8 @@ class EnvConfig:
     history_length: int = 5
     utility: str = "exp64"
     accuracy_weight: float = 1.0
-    latency_weight: float = 0.0
-    comm_weight: float = 0.0
+    latency_weight: float = 2.82e-4
+    comm_weight: float = 1.20e-3
     target_accuracy: float | None = None
     device: str = "auto"
 

@@ -24,6 +24,7 @@ from torch.func import functional_call, grad, vmap
 
 from fedenv.aggregators import fedavg_weights, weighted_average
 from fedenv.data import Dataset
+from fedenv.models import MLP
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,55 @@ def _batch_loss(model, params, x, y, valid):
     return ce.sum() / valid.sum().clamp(min=1), ce.sum()
 
 
+def vmap_grad_fn(model: nn.Module):
+    """General path: ``torch.func.vmap(grad(loss))`` over the client dimension.
+
+    Returns:
+        ``f(params, x, y, valid) -> (grads, loss_sum)`` with ``params``/``grads`` ``name -> (K, *shape)``,
+        ``x`` ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, ``loss_sum`` ``(K,)`` (masked
+        sum of the batch's cross-entropies). The gradient is that of each client's mean batch loss.
+    """
+    return vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
+
+
+def mlp_grad_fn(model: MLP):
+    """Fast path for :class:`~fedenv.models.MLP`: forward and backward written out with batched matrix
+    products (``torch.baddbmm``/``bmm``), no autograd. Same contract and results as
+    :func:`vmap_grad_fn` (tested against it); about 2x faster on CPU (DESIGN.md section 10)."""
+    names = [name for name, m in model.net.named_children() if isinstance(m, nn.Linear)]
+    keys = [(f"net.{n}.weight", f"net.{n}.bias") for n in names]
+
+    def f(params, x, y, valid):
+        k, b = y.shape
+        activations = [x.reshape(k, b, -1)]
+        pre = []
+        for i, (w, bias) in enumerate(keys):
+            z = torch.baddbmm(params[bias].unsqueeze(1), activations[-1], params[w].transpose(1, 2))
+            pre.append(z)
+            activations.append(z.clamp(min=0) if i < len(keys) - 1 else z)
+        logits = activations.pop()
+        log_probs = logits.log_softmax(dim=-1)
+        ce = -log_probs.gather(-1, y.unsqueeze(-1)).squeeze(-1) * valid
+        g = log_probs.exp()
+        g.scatter_add_(-1, y.unsqueeze(-1), -torch.ones_like(g[..., :1]))
+        g = g * (valid / valid.sum(dim=1, keepdim=True).clamp(min=1)).unsqueeze(-1)
+        grads = {}
+        for i in range(len(keys) - 1, -1, -1):
+            w, bias = keys[i]
+            grads[w] = torch.bmm(g.transpose(1, 2), activations[i])
+            grads[bias] = g.sum(dim=1)
+            if i:
+                g = torch.bmm(g, params[w]) * (pre[i - 1] > 0)
+        return grads, ce.sum(dim=1)
+
+    return f
+
+
+def batched_grad_fn(model: nn.Module):
+    """The fastest exact per-client gradient function for ``model``: the MLP fast path or vmap."""
+    return mlp_grad_fn(model) if isinstance(model, MLP) else vmap_grad_fn(model)
+
+
 def train_batched(
     model: nn.Module,
     params: dict[str, torch.Tensor],
@@ -139,8 +189,9 @@ def train_batched(
     y: torch.Tensor,
     schedule: Schedule,
     config: LocalTrainingConfig,
+    grad_fn=None,
 ) -> TrainResult:
-    """Local SGD of ``K`` clients at once (one vmapped gradient per step).
+    """Local SGD of ``K`` clients at once (one batched gradient computation per step).
 
     Args:
         model: module whose structure ``params`` follow (its own weights are not used).
@@ -150,34 +201,39 @@ def train_batched(
         x: ``(N, *input_shape)`` training inputs on the engine's device; ``y``: ``(N,)`` labels.
         schedule: minibatch schedule with ``K`` clients.
         config: optimiser settings.
+        grad_fn: per-client gradient function (default :func:`batched_grad_fn` of ``model``).
 
     Returns:
         :class:`TrainResult`; the update per step matches ``torch.optim.SGD`` (dampening 0, no
         Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
     """
     device = x.device
-    per_client_grad = vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
-    params = dict(params)
-    momentum = dict(momentum)
+    per_client_grad = grad_fn or batched_grad_fn(model)
+    params = {name: p.clone() for name, p in params.items()}
+    momentum = {name: b.clone() for name, b in momentum.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
     index, valid = schedule.index.to(device), schedule.valid.to(device)
+    everyone_active = schedule.valid.any(dim=2).all(dim=1).tolist()
     for step in range(index.shape[0]):
-        step_valid = valid[step].to(x.dtype)
-        grads, losses = per_client_grad(params, x[index[step]], y[index[step]], step_valid)
-        active = valid[step].any(dim=1)
+        grads, losses = per_client_grad(params, x[index[step]], y[index[step]], valid[step].to(x.dtype))
         loss_sum += losses.double()
+        active = None if everyone_active[step] else valid[step].any(dim=1)
         for name, p in params.items():
             g = grads[name]
             if config.weight_decay:
-                g = g + config.weight_decay * p
+                g = g.add(p, alpha=config.weight_decay)
             if config.fedprox_mu:
-                g = g + config.fedprox_mu * (p - global_params[name])
-            mask = active.view(-1, *([1] * (p.dim() - 1)))
+                g = g.add(p - global_params[name], alpha=config.fedprox_mu)
+            mask = None if active is None else active.view(-1, *([1] * (p.dim() - 1)))
             if config.momentum:
-                g = config.momentum * momentum[name] + g
-                momentum[name] = torch.where(mask, g, momentum[name])
-            params[name] = torch.where(mask, p - config.lr * g, p)
+                buf = momentum[name]
+                g = buf.mul(config.momentum).add_(g)
+                buf.copy_(g if mask is None else torch.where(mask, g, buf))
+            if mask is None:
+                p.add_(g, alpha=-config.lr)
+            else:
+                p.addcmul_(g, mask.to(p.dtype), value=-config.lr)
     return TrainResult(params, momentum, loss_sum, valid.sum(dim=(0, 2)).cpu().double())
 
 

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 
+from fedenv.fileio import atomic_write_text
 from fedenv.traces import SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces.generate import derive_device_table, dumps_trace, generate_trace, read_device_table, write_device_table
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
-        handle.write(text)
-    os.chmod(handle.name, 0o644)
-    os.replace(handle.name, path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,13 +24,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "devices":
         rows = derive_device_table(args.sources)
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_device_table(rows, out)
-        print(f"wrote {len(rows)} devices to {out}")
+        write_device_table(rows, args.out)
+        print(f"wrote {len(rows)} devices to {args.out}")
     else:
         document = generate_trace(read_device_table(args.devices), args.clients, args.rounds, args.seed)
-        _atomic_write_text(Path(args.out), dumps_trace(document))
+        atomic_write_text(args.out, dumps_trace(document))
         trace = load_trace(args.out)
         print(f"wrote {len(trace.clients)} clients x {args.rounds} rounds to {args.out}")
 

@@ -27,6 +27,7 @@ Bandwidth (``generate``)
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -36,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedenv.fileio import atomic_write_text
 from fedenv.models import count_macs
 from fedenv.traces import TRACE_FORMAT, TRACE_VERSION
 
@@ -139,11 +141,12 @@ def derive_device_table(sources_dir: str | Path) -> list[dict]:
 
 
 def write_device_table(rows: list[dict], out: str | Path) -> None:
-    """Write the device table as CSV (``\\n`` line ends, fixed column order)."""
-    with open(out, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=DEVICE_TABLE_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    """Write the device table as CSV (``\\n`` line ends, fixed column order), atomically."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=DEVICE_TABLE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(out, text.getvalue())
 
 
 def read_device_table(path: str | Path) -> list[dict]:

@@ -1,0 +1,52 @@
+"""The learned VDN policy as a :class:`fedenv.policies.Policy` (greedy: no exploration)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from agents.checkpoint import load_checkpoint
+from agents.vdn import QNetwork, VDNConfig
+from fedenv.config import EnvConfig
+from fedenv.policies import Policy
+
+
+class GreedyPolicy(Policy):
+    """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network.
+
+    Args:
+        q: the trained Q-network. feature_names: observation layout it was trained on.
+        env_config: the environment it was trained in (evaluate.py rebuilds it from here).
+    """
+
+    name = "vdn"
+
+    def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig):
+        self.q = q.eval()
+        self.feature_names = list(feature_names)
+        self.env_config = env_config
+
+    @classmethod
+    def from_checkpoint(cls, path) -> "GreedyPolicy":
+        """Load from a checkpoint written by ``train_agents.py``."""
+        document = load_checkpoint(path)
+        config = VDNConfig.from_dict(document["vdn_config"])
+        q = QNetwork(len(document["feature_names"]), tuple(config.hidden))
+        q.load_state_dict(document["q_state"])
+        return cls(q, document["feature_names"], EnvConfig.from_dict(document["env_config"]))
+
+    def check_layout(self, feature_names: list[str]) -> None:
+        """Raise ``ValueError`` if an env's observation layout differs from the training layout."""
+        if list(feature_names) != self.feature_names:
+            raise ValueError(
+                f"observation layout differs from the checkpoint's: env {feature_names} vs {self.feature_names}"
+            )
+
+    def act(self, observations, infos):
+        agents = list(observations)
+        obs = np.stack([observations[a]["observation"] for a in agents])
+        mask = np.stack([observations[a]["action_mask"] for a in agents])
+        with torch.no_grad():
+            q = self.q(torch.as_tensor(obs)).numpy()
+        best = np.where(mask > 0, q, -np.inf).argmax(axis=1)
+        return {agent: int(b) for agent, b, allowed in zip(agents, best, mask[:, 1]) if allowed}

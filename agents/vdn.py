@@ -1,0 +1,166 @@
+"""Value decomposition networks (Sunehag et al., AAMAS 2018) with one Q-network shared by all agents.
+
+``Q_tot(s, a) = sum over candidates n of Q(o_n, a_n)`` (non-candidates have no choice and no term).
+Double-Q target (van Hasselt et al., AAAI 2016) over n-step returns:
+
+``y = R^(m) + gamma^m (1 - terminated) sum_{n in next candidates} Q_target(o'_n, argmax_a Q(o'_n, a))``
+
+with masked actions excluded from the argmax; truncation bootstraps, termination does not
+(DESIGN.md section 8). Adam, gradient-norm clipping, hard target updates every
+``target_update_interval`` gradient steps, epsilon annealed linearly over environment steps.
+FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from agents.replay import Batch
+
+
+@dataclass
+class VDNConfig:
+    """VDN hyperparameters (all "our default" unless noted).
+
+    Attributes:
+        hidden: hidden layer widths of the shared Q-network.
+        lr: Adam learning rate. gamma: discount per FL round. n_step: rewards per TD target.
+        batch_size: transitions per gradient step. buffer_size: replay capacity (transitions).
+        learning_starts: environment steps before the first gradient step.
+        train_interval: environment steps between training phases.
+        gradient_steps: gradient steps per training phase.
+        target_update_interval: gradient steps between hard target-network updates.
+        epsilon_start, epsilon_end: exploration rate, annealed linearly over
+        epsilon_fraction of the run's environment steps.
+        max_grad_norm: gradient-norm clip. double_q: use the online network's argmax in the target.
+        reward_scale: multiplies rewards inside the learner (Q values are in scaled units).
+    """
+
+    hidden: tuple[int, ...] = (64, 64)
+    lr: float = 5e-4
+    gamma: float = 0.99
+    n_step: int = 3
+    batch_size: int = 64
+    buffer_size: int = 50_000
+    learning_starts: int = 200
+    train_interval: int = 1
+    gradient_steps: int = 4
+    target_update_interval: int = 200
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_fraction: float = 0.5
+    max_grad_norm: float = 10.0
+    double_q: bool = True
+    reward_scale: float = 10.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["hidden"] = list(self.hidden)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "VDNConfig":
+        values = dict(values)
+        if "hidden" in values:
+            values["hidden"] = tuple(values["hidden"])
+        return cls(**values)
+
+
+class QNetwork(nn.Module):
+    """Shared per-agent Q-network: MLP ``(..., d) -> (..., 2)``."""
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
+        super().__init__()
+        layers, width = [], obs_dim
+        for size in hidden:
+            layers += [nn.Linear(width, size), nn.ReLU()]
+            width = size
+        layers.append(nn.Linear(width, 2))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs)
+
+
+def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Argmax over the last dimension among allowed actions (``mask > 0``)."""
+    return q.masked_fill(mask <= 0, float("-inf")).argmax(dim=-1)
+
+
+def linear_epsilon(step: int, total_steps: int, config: VDNConfig) -> float:
+    """Epsilon after ``step`` environment steps: linear from start to end over
+    ``epsilon_fraction * total_steps`` steps, then constant."""
+    horizon = max(1.0, config.epsilon_fraction * total_steps)
+    fraction = min(1.0, step / horizon)
+    return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
+
+
+class VDNLearner:
+    """The online and target Q-networks, their optimiser and the TD update.
+
+    Args:
+        obs_dim: observation size d. config: hyperparameters. device: torch device.
+        seed: seeds the network initialisation and the exploration generator.
+    """
+
+    def __init__(self, obs_dim: int, config: VDNConfig, device: torch.device | str = "cpu", seed: int = 0):
+        self.config = config
+        self.device = torch.device(device)
+        self.obs_dim = obs_dim
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.q = QNetwork(obs_dim, tuple(config.hidden)).to(self.device)
+        self.target = copy.deepcopy(self.q)
+        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
+        self.gradient_steps = 0
+        self.rng = np.random.default_rng(seed)
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """``Q(o_n, .)`` for ``(K, d)`` observations -> ``(K, 2)``."""
+        with torch.no_grad():
+            return self.q(torch.as_tensor(obs, device=self.device)).cpu().numpy()
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float) -> np.ndarray:
+        """Epsilon-greedy joint action ``(K,)``: each agent independently explores with probability
+        ``epsilon`` among its allowed actions; masked actions are never chosen."""
+        q = np.where(mask > 0, self.q_values(obs), -np.inf)
+        actions = q.argmax(axis=1)
+        explore = self.rng.random(len(actions)) < epsilon
+        random_actions = (self.rng.random(len(actions)) < 0.5).astype(np.int64) * (mask[:, 1] > 0)
+        return np.where(explore, random_actions, actions)
+
+    def td_target(self, batch: Batch) -> torch.Tensor:
+        """``(B,)`` targets ``y`` (module docstring), rewards multiplied by ``reward_scale``."""
+        with torch.no_grad():
+            next_candidates = batch.next_mask[..., 1]
+            q_target = self.target(batch.next_obs)
+            if self.config.double_q:
+                best = masked_argmax(self.q(batch.next_obs), batch.next_mask)
+            else:
+                best = masked_argmax(q_target, batch.next_mask)
+            next_value = (q_target.gather(-1, best.unsqueeze(-1)).squeeze(-1) * next_candidates).sum(dim=1)
+            return self.config.reward_scale * batch.reward + batch.discount * (1.0 - batch.terminated) * next_value
+
+    def q_tot(self, batch: Batch) -> torch.Tensor:
+        """``(B,)`` ``Q_tot`` of the taken joint actions, summed over candidates."""
+        chosen = self.q(batch.obs).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
+        return (chosen * batch.mask[..., 1]).sum(dim=1)
+
+    def update(self, batch: Batch) -> float:
+        """One gradient step on the mean squared TD error; hard target update every
+        ``target_update_interval`` gradient steps. Returns the loss."""
+        loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+        self.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.q.parameters(), self.config.max_grad_norm)
+        self.optimizer.step()
+        self.gradient_steps += 1
+        if self.gradient_steps % self.config.target_update_interval == 0:
+            self.target.load_state_dict(self.q.state_dict())
+        return float(loss.detach())

@@ -1,0 +1,85 @@
+"""Evaluate policies on identical held-out seeds: table, results.csv, results.json and plots.
+
+    python evaluate.py --checkpoint runs/<run>/checkpoint.pt --episodes 5 --out results/
+    python evaluate.py --policies fedavg,random --episodes 3 --num-clients 20
+
+Seeds are 1000 .. 1000 + episodes - 1 unless ``--seeds`` is given; every policy runs the same seeds.
+With ``--checkpoint`` the environment is rebuilt from the checkpoint's config (flags override it) and
+policy ``vdn`` is available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from fedenv.cli import add_dataclass_arguments, env_config_from_args, parse_with_config_file
+from fedenv.config import EnvConfig
+from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise, write_results
+from fedenv.observation import feature_names
+from fedenv.policies import FIXED_POLICIES, make_policy
+
+FIRST_EVAL_SEED = 1000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default=None, help="checkpoint.pt of train_agents.py (adds policy vdn)")
+    parser.add_argument("--policies", default=None,
+                        help=f"comma-separated; allowed: {', '.join(FIXED_POLICIES)}, vdn "
+                             "(default: fedavg,random and vdn when --checkpoint is given)")
+    parser.add_argument("--episodes", type=int, default=5, help="episodes per policy (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="explicit seeds (overrides --episodes)")
+    parser.add_argument("--out", default=None, help="output folder (default: results/<timestamp>)")
+    parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_dataclass_arguments(parser, EnvConfig)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parse_with_config_file(parser, argv)
+    policy = None
+    base = None
+    if args.checkpoint:
+        from agents.policy import GreedyPolicy
+
+        try:
+            policy = GreedyPolicy.from_checkpoint(args.checkpoint)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(str(error))
+        base = policy.env_config
+    names = args.policies.split(",") if args.policies else ["fedavg", "random"] + (["vdn"] if policy else [])
+    allowed = list(FIXED_POLICIES) + ["vdn"]
+    for name in names:
+        if name not in allowed:
+            parser.error(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+    if "vdn" in names and policy is None:
+        parser.error("policy vdn needs --checkpoint PATH")
+    if args.episodes < 1:
+        parser.error(f"--episodes={args.episodes} must be >= 1")
+    try:
+        env_config = env_config_from_args(args, base)
+    except ValueError as error:
+        parser.error(str(error))
+    if policy is not None:
+        try:
+            policy.check_layout(feature_names(env_config.history_length))
+        except ValueError as error:
+            parser.error(str(error))
+    policies = [policy if name == "vdn" else make_policy(name) for name in names]
+    seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
+    records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)
+    print(f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
+    print(format_table(summarise(per_episode_metrics(records))))
+    out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    paths = write_results(out, records, env_config)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Calibrate the reward weights on training seeds (DESIGN.md section 3).
+
+For FedAvg on a federation, measure the summed accuracy term ``A = sum_t (U(Acc(t)) - U(Acc(t-1)))``,
+the summed latency ``L = sum_t H_t`` (s) and the summed upload ``C = sum_t B_t`` (MB), averaged over the
+given seeds, and return ``w2 = share * A / L`` and ``w3 = share * A / C`` (``w1 = 1``): FedAvg's summed
+latency and upload terms are then each ``share`` (our default a quarter) of its accuracy term.
+
+    python -m fedenv.calibrate --seeds 10000 10001 10002 10003 10004
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+
+from fedenv.config import EnvConfig
+from fedenv.env import ClientSelectionEnv
+from fedenv.policies import FedAvgPolicy
+from fedenv.reward import utility
+from fedenv.rollout import run_episode
+
+CALIBRATION_SEEDS = (10000, 10001, 10002, 10003, 10004)
+
+
+def calibrate_weights(config: EnvConfig, seeds=CALIBRATION_SEEDS, share: float = 0.25) -> dict:
+    """Measure FedAvg on ``seeds`` and return the weights and the measured sums.
+
+    Returns:
+        ``{"latency_weight", "comm_weight", "accuracy_term", "latency_s", "comm_mb"}`` (means over seeds).
+    """
+    env = ClientSelectionEnv(dataclasses.replace(config, accuracy_weight=1.0, latency_weight=0.0, comm_weight=0.0))
+    accuracy_terms, latencies, uploads = [], [], []
+    for seed in seeds:
+        record = run_episode(env, FedAvgPolicy(), seed)
+        accuracy_terms.append(utility(record.final_accuracy, config.utility) - utility(record.accuracy[0], config.utility))
+        latencies.append(record.total_latency_s)
+        uploads.append(record.total_comm_mb)
+    a, l, c = float(np.mean(accuracy_terms)), float(np.mean(latencies)), float(np.mean(uploads))
+    return {"latency_weight": share * a / l, "comm_weight": share * a / c, "accuracy_term": a, "latency_s": l, "comm_mb": c}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fedenv.calibrate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(CALIBRATION_SEEDS))
+    parser.add_argument("--share", type=float, default=0.25)
+    args = parser.parse_args(argv)
+    result = calibrate_weights(EnvConfig(), args.seeds, args.share)
+    for key, value in result.items():
+        print(f"{key}: {value:.6g}")
+
+
+if __name__ == "__main__":
+    main()

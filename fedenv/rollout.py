@@ -1,0 +1,76 @@
+"""Run one policy for one episode and record what happened round by round."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from fedenv.env import ClientSelectionEnv
+from fedenv.policies import Policy
+
+
+@dataclass
+class EpisodeRecord:
+    """Per-round record of one episode.
+
+    Attributes:
+        policy: policy name; seed: the episode's seed.
+        accuracy: test accuracy after each round, with the initial model's first (length T + 1).
+        wall_clock_s: cumulative simulated time after each round, starting at 0 (length T + 1).
+        round_latency_s, comm_mb, reward, num_selected: per round (length T).
+    """
+
+    policy: str
+    seed: int
+    accuracy: list[float] = field(default_factory=list)
+    wall_clock_s: list[float] = field(default_factory=list)
+    round_latency_s: list[float] = field(default_factory=list)
+    comm_mb: list[float] = field(default_factory=list)
+    reward: list[float] = field(default_factory=list)
+    num_selected: list[int] = field(default_factory=list)
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.accuracy[-1]
+
+    @property
+    def total_latency_s(self) -> float:
+        return float(sum(self.round_latency_s))
+
+    @property
+    def total_comm_mb(self) -> float:
+        return float(sum(self.comm_mb))
+
+    @property
+    def team_return(self) -> float:
+        """Undiscounted sum of the team reward (one agent's return; not summed over agents)."""
+        return float(sum(self.reward))
+
+    def rounds_to(self, target: float) -> int | None:
+        """First round whose accuracy reaches ``target`` (None if never)."""
+        for round_index, accuracy in enumerate(self.accuracy):
+            if accuracy >= target:
+                return round_index
+        return None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int) -> EpisodeRecord:
+    """Run ``policy`` in ``env`` for one episode started with ``reset(seed=seed)``."""
+    observations, infos = env.reset(seed=seed)
+    policy.reset(seed)
+    first = infos[env.possible_agents[0]]
+    record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]])
+    while env.agents:
+        actions = policy.act(observations, infos)
+        observations, rewards, _, _, infos = env.step(actions)
+        policy.observe(infos)
+        info = infos[env.possible_agents[0]]
+        record.accuracy.append(info["accuracy"])
+        record.wall_clock_s.append(info["wall_clock_s"])
+        record.round_latency_s.append(info["round_latency_s"])
+        record.comm_mb.append(info["comm_mb"])
+        record.reward.append(rewards[env.possible_agents[0]])
+        record.num_selected.append(sum(int(i["selected"]) for i in infos.values()))
+    return record

@@ -1,0 +1,93 @@
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import evaluate
+import train_agents
+from fedenv.cli import parse_with_config_file
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
+              "--batch-size", "64", "--val-fraction", "0.9", "--partition", "iid"]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    completed = subprocess.run(
+        [sys.executable, "train_agents.py", "--episodes", "3", "--run-dir", str(run_dir), "--eval-seeds", "1000",
+         "--no-progress", "--vdn-learning-starts", "2", *TINY_FLAGS],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return run_dir, completed.stdout
+
+
+def test_train_agents_writes_checkpoint_logs_and_compares_policies(trained_run):
+    run_dir, stdout = trained_run
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["env"]["num_clients"] == 3 and config["episodes"] == 3
+    table = stdout[stdout.index("held-out seeds"):]
+    for policy in ("fedavg", "random", "vdn"):
+        assert f"\n{policy} " in table
+
+
+def test_tensorboard_holds_the_documented_tags(trained_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, _ = trained_run
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["scalars"])
+    assert {"charts/episodic_return", "charts/epsilon", "charts/SPS", "losses/td_loss", "fl/final_accuracy",
+            "fl/total_latency_s", "fl/total_comm_mb", "fl/participation_rate"} <= tags
+    steps = [event.step for event in accumulator.Scalars("charts/episodic_return")]
+    assert steps == [2, 4, 6]  # x-axis in FL rounds
+
+
+def test_evaluate_with_checkpoint_prints_table_and_writes_files(trained_run, tmp_path, capsys):
+    run_dir, _ = trained_run
+    out = tmp_path / "eval"
+    assert evaluate.main(["--checkpoint", str(run_dir / "checkpoint.pt"), "--episodes", "2", "--out", str(out),
+                          "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    for policy in ("fedavg", "random", "vdn"):
+        assert f"\n{policy} " in printed
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert [(r["policy"], r["seed"]) for r in rows] == [
+        (p, s) for p in ("fedavg", "random", "vdn") for s in ("1000", "1001")]
+    assert all(float(r["rounds_to_fedavg"]) <= 2 for r in rows if r["policy"] == "fedavg")
+    document = json.loads((out / "results.json").read_text())
+    assert [row["policy"] for row in document["summary"]] == ["fedavg", "random", "vdn"]
+    assert document["env_config"]["num_clients"] == 3  # rebuilt from the checkpoint
+    assert (out / "accuracy_vs_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_config_file_sets_defaults_and_flags_win(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("num-rounds: 7\nnum_clients: 4\nvdn-gamma: 0.5\n")
+    parser = train_agents.build_parser()
+    args = parse_with_config_file(parser, ["--config", str(path), "--num-clients", "6"])
+    assert (args.num_rounds, args.num_clients, args.vdn_gamma) == (7, 6, 0.5)
+    path.write_text("num-roundz: 7\n")
+    with pytest.raises(SystemExit):
+        parse_with_config_file(parser, ["--config", str(path)])
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--clients-per-round", "20"], "clients_per_round=20 must be <= num_clients=10"),
+    (["--policies", "fedavg,oracle"], "unknown policy 'oracle'"),
+    (["--policies", "vdn"], "policy vdn needs --checkpoint"),
+    (["--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
+])
+def test_bad_evaluate_flags_exit_with_a_one_line_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,124 @@
+import numpy as np
+import pytest
+import torch
+
+from fedenv.aggregators import fedavg_weights, weighted_average
+from fedenv.data import load_dataset, partition_fedmarl
+from fedenv.federation import (
+    Federation, LocalTrainingConfig, make_schedule, mlp_grad_fn, train_batched, train_reference, vmap_grad_fn,
+)
+from fedenv.models import build_model, count_macs, count_parameters
+
+
+def generators(n, base=0):
+    return [torch.Generator().manual_seed(base + i) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def mnist5k():
+    return load_dataset("mnist5k")
+
+
+def round_inputs(data, model_name, config, num_clients=6, epochs=2):
+    shards = partition_fedmarl(data.train_y.numpy(), num_clients, np.random.default_rng(0))
+    shards = [s[: 40 + 15 * i] for i, s in enumerate(shards)]  # small and unequal: padded steps happen
+    fed = Federation(build_model(model_name, (1, 28, 28), 10, seed=0), data, shards, config, torch.device("cpu"))
+    schedule = make_schedule(fed.client_indices, epochs, config.batch_size, generators(num_clients))
+    params = {n: p.unsqueeze(0).repeat(num_clients, *[1] * p.dim()) for n, p in fed.global_params.items()}
+    momentum = {n: torch.zeros_like(p) for n, p in params.items()}
+    return fed, schedule, params, momentum
+
+
+CONFIGS = [
+    LocalTrainingConfig(batch_size=16, lr=0.05),
+    LocalTrainingConfig(batch_size=16, lr=0.02, momentum=0.9, weight_decay=1e-3, fedprox_mu=0.1),
+]
+
+
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+@pytest.mark.parametrize("config", CONFIGS)
+def test_batched_round_equals_the_reference_loop(mnist5k, model_name, config):
+    fed, schedule, params, momentum = round_inputs(mnist5k, model_name, config)
+    args = (fed.model, params, momentum, fed.global_params, fed.train_x, fed.train_y, schedule, config)
+    batched, reference = train_batched(*args), train_reference(*args)
+    for name in params:
+        assert torch.allclose(batched.params[name], reference.params[name], atol=1e-5, rtol=0), name
+        assert torch.allclose(batched.momentum[name], reference.momentum[name], atol=1e-5, rtol=0), name
+        assert not torch.equal(batched.params[name], params[name])  # it did train
+    assert torch.allclose(batched.loss_sum.cpu(), reference.loss_sum.cpu(), rtol=1e-5)
+    assert batched.samples.tolist() == [2 * len(i) for i in fed.client_indices]
+
+
+def test_mlp_fast_path_gradients_equal_vmap_gradients(mnist5k):
+    fed, schedule, params, _ = round_inputs(mnist5k, "mlp", CONFIGS[0])
+    step = schedule.index.shape[0] - 1  # the last step: some clients padded
+    valid = schedule.valid[step].float()
+    assert (valid.sum(1) < 16).any()
+    x, y = fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]]
+    fast, fast_loss = mlp_grad_fn(fed.model)(params, x, y, valid)
+    general, general_loss = vmap_grad_fn(fed.model)(params, x, y, valid)
+    for name in params:
+        assert torch.allclose(fast[name], general[name], atol=1e-6), name
+    assert torch.allclose(fast_loss, general_loss, atol=1e-5)
+
+
+def test_schedule_visits_each_sample_once_per_epoch():
+    clients = [np.arange(10), np.arange(100, 103)]
+    schedule = make_schedule(clients, epochs=2, batch_size=4, generators=generators(2))
+    assert schedule.index.shape == (6, 2, 4)  # 2 epochs x ceil(10 / 4) steps for the larger client
+    for k, indices in enumerate(clients):
+        seen = schedule.index[:, k][schedule.valid[:, k]].tolist()
+        assert sorted(seen) == sorted(indices.tolist() * 2)
+    assert schedule.valid[2:, 1].sum() == 0  # the small client idles after its 2 single-batch epochs
+
+
+def test_a_clients_minibatches_do_not_depend_on_other_clients():
+    a = make_schedule([np.arange(20), np.arange(50, 60)], 1, 5, [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)])
+    b = make_schedule([np.arange(50, 60)], 1, 5, [torch.Generator().manual_seed(2)])
+    assert torch.equal(a.index[:2, 1], b.index[:, 0])
+
+
+def test_fedavg_weights_and_average_by_hand():
+    weights = fedavg_weights(torch.tensor([10.0, 30.0]))
+    assert weights.tolist() == [0.25, 0.75]
+    stacked = {"w": torch.tensor([[1.0, 2.0], [5.0, 6.0]]), "steps": torch.tensor([4, 8])}
+    averaged = weighted_average(stacked, weights)
+    assert averaged["w"].tolist() == [4.0, 5.0]  # 0.25 * 1 + 0.75 * 5, 0.25 * 2 + 0.75 * 6
+    assert averaged["steps"].dtype == torch.int64 and int(averaged["steps"]) == 7
+    with pytest.raises(ValueError, match="not all 0"):
+        weighted_average(stacked, torch.zeros(2))
+
+
+def test_federation_round_aggregates_selected_clients_only(mnist5k):
+    fed, _, _, _ = round_inputs(mnist5k, "mlp", CONFIGS[0])
+    before = {k: v.clone() for k, v in fed.global_params.items()}
+    clients = np.array([1, 3])
+    result = fed.local_train(clients, 1, generators(2))
+    fed.aggregate_fedavg(clients, result)
+    sizes = torch.tensor([len(fed.client_indices[c]) for c in clients], dtype=torch.float64)
+    expected = (result.params["net.1.bias"] * (sizes / sizes.sum()).float()[:, None]).sum(0)
+    assert torch.allclose(fed.global_params["net.1.bias"], expected)
+    fed.aggregate_fedavg(np.array([], dtype=int), result)  # nobody: unchanged
+    assert torch.allclose(fed.global_params["net.1.bias"], expected)
+    assert not torch.equal(before["net.1.bias"], expected)
+
+
+def test_model_sizes_by_hand():
+    mlp = build_model("mlp", (1, 28, 28), 10, seed=0)
+    assert count_parameters(mlp) == 784 * 200 + 200 + 200 * 10 + 10
+    assert count_macs(mlp, (1, 28, 28)) == 784 * 200 + 200 * 10
+    lenet = build_model("lenet5", (1, 28, 28), 10, seed=0)
+    conv = 28 * 28 * 6 * 25 + 10 * 10 * 16 * 6 * 25
+    assert count_macs(lenet, (1, 28, 28)) == conv + 400 * 120 + 120 * 84 + 84 * 10
+    with pytest.raises(ValueError, match="allowed: mlp, lenet5"):
+        build_model("vgg", (1, 28, 28), 10, seed=0)
+
+
+def test_model_init_is_seeded_and_leaves_global_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    a = build_model("mlp", (1, 28, 28), 10, seed=5)
+    assert torch.equal(torch.rand(1), expected)
+    b = build_model("mlp", (1, 28, 28), 10, seed=5)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
