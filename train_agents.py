@@ -18,13 +18,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from agents.trainer import greedy_policy, train_vdn
+from agents.trainer import train_vdn
 from agents.vdn import VDNConfig
 from fedenv.config import EnvConfig
 from fedenv.cli import add_dataclass_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file
 from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise
 from fedenv.fileio import atomic_write_text
-from fedenv.observation import feature_names
 from fedenv.policies import FedAvgPolicy, RandomPolicy
 
 DEFAULT_EPISODES = 300
@@ -37,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="run seed: training episodes use env seeds "
                         "10000 + 1000000 * seed + episode; evaluation seeds 1000.. are never trained on")
     parser.add_argument("--run-dir", default=None, help="output folder (default: runs/<timestamp>)")
+    parser.add_argument("--resume", default=None, metavar="RUN_DIR",
+                        help="continue the run in RUN_DIR from its last checkpoint (its config.json "
+                             "fixes the configuration; other configuration flags are ignored)")
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
     parser.add_argument("--checkpoint-interval", type=int, default=25, help="episodes between checkpoints")
     parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS),
@@ -47,29 +49,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
+    """The configuration a run was started with (its ``config.json``).
+
+    Raises:
+        FileNotFoundError: no config.json in ``run_dir``. ValueError: the file is not a run configuration.
+    """
+    path = run_dir / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"cannot resume: no config.json in {run_dir}")
+    saved = json.loads(path.read_text())
+    try:
+        return (EnvConfig.from_dict(saved["env"]).validate(), VDNConfig.from_dict(saved["vdn"]),
+                int(saved["episodes"]), int(saved["seed"]))
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
     try:
-        env_config = env_config_from_args(args)
-        vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-")
-        if args.episodes < 1:
-            raise ValueError(f"--episodes={args.episodes} must be >= 1")
-    except ValueError as error:
+        if args.resume:
+            run_dir = Path(args.resume)
+            env_config, vdn_config, episodes, seed = read_run_config(run_dir)
+        else:
+            run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+            env_config = env_config_from_args(args)
+            vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-")
+            episodes, seed = args.episodes, args.seed
+            if episodes < 1:
+                raise ValueError(f"--episodes={episodes} must be >= 1")
+    except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.json", json.dumps({
-        "episodes": args.episodes, "seed": args.seed, "env": env_config.to_dict(), "vdn": vdn_config.to_dict(),
-    }, indent=2))
+    if not args.resume:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_dir / "config.json", json.dumps({
+            "episodes": episodes, "seed": seed, "env": env_config.to_dict(), "vdn": vdn_config.to_dict(),
+        }, indent=2))
     print(f"run dir: {run_dir}  (tensorboard --logdir {run_dir})", flush=True)
     start = time.perf_counter()
-    learner, _ = train_vdn(env_config, vdn_config, args.episodes, args.seed, run_dir,
-                           args.checkpoint_interval, progress=not args.no_progress)
-    print(f"trained {args.episodes} episodes in {time.perf_counter() - start:.0f} s; checkpoint: {run_dir / 'checkpoint.pt'}")
+    try:
+        trainer, _ = train_vdn(env_config, vdn_config, episodes, seed, run_dir, args.checkpoint_interval,
+                               progress=not args.no_progress, resume=bool(args.resume))
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
+    print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
+          f"checkpoint: {run_dir / 'checkpoint.pt'}")
     if args.eval_seeds:
-        names = feature_names(env_config.history_length)
-        policies = [FedAvgPolicy(), RandomPolicy(), greedy_policy(learner, env_config, names)]
+        policies = [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()]
         records = evaluate_policies(env_config, policies, list(args.eval_seeds), progress=not args.no_progress)
         print(f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
         print(format_table(summarise(per_episode_metrics(records))))

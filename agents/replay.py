@@ -93,3 +93,23 @@ class ReplayBuffer:
         t = lambda a: torch.as_tensor(a[idx], device=device)  # noqa: E731
         return Batch(t(self.obs), t(self.mask), t(self.actions), t(self.reward), t(self.next_obs),
                      t(self.next_mask), t(self.discount), t(self.terminated))
+
+    _ARRAYS = ("obs", "next_obs", "mask", "next_mask", "actions", "reward", "discount", "terminated")
+
+    def state_dict(self) -> dict:
+        """The stored transitions as tensors (only the filled part) and the ring position.
+
+        Raises:
+            RuntimeError: called mid-episode (transitions still waiting for their n-step rewards).
+        """
+        if self._pending:
+            raise RuntimeError("replay buffer state is only saved between episodes")
+        state = {key: torch.from_numpy(getattr(self, key)[: self.size].copy()) for key in self._ARRAYS}
+        return state | {"size": self.size, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Inverse of :meth:`state_dict` (into a buffer of the same capacity and shapes)."""
+        for key in self._ARRAYS:
+            getattr(self, key)[: state["size"]] = state[key].numpy()
+        self.size, self.position = int(state["size"]), int(state["position"])
+        self._pending.clear()

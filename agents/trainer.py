@@ -1,4 +1,10 @@
-"""The VDN training loop: episodes of the FL environment, replay, TD updates, logs and checkpoints."""
+"""The VDN training loop: episodes of the FL environment, replay, TD updates, logs and checkpoints.
+
+A run can be resumed exactly: the checkpoint holds the networks, the optimiser, the replay buffer, the
+step and episode counters and every random generator of the loop, and every training episode is reset
+with its own seed, so a run killed after a checkpoint and resumed ends with the same weights as an
+uninterrupted run.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,15 @@ import numpy as np
 from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
-from agents.checkpoint import save_checkpoint
+from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.policy import GreedyPolicy
 from agents.replay import ReplayBuffer
-from agents.vdn import VDNConfig, VDNLearner, linear_epsilon
+from agents.vdn import QNetwork, VDNConfig, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 
 TRAINING_SEED_BASE = 10_000
+CHECKPOINT_NAME = "checkpoint.pt"
 
 
 def training_seed(seed: int, episode: int) -> int:
@@ -34,13 +41,113 @@ def stack_observations(env: ClientSelectionEnv, observations: dict) -> tuple[np.
 
 
 @dataclass
-class TrainingLog:
-    """Per-episode summaries of a run (team return: the shared reward summed over rounds, not over agents)."""
+class EpisodeSummary:
+    """One training episode. ``team_return``: the shared reward summed over rounds (not over agents)."""
 
-    team_return: list[float] = field(default_factory=list)
-    final_accuracy: list[float] = field(default_factory=list)
-    total_latency_s: list[float] = field(default_factory=list)
-    total_comm_mb: list[float] = field(default_factory=list)
+    team_return: float
+    final_accuracy: float
+    total_latency_s: float
+    total_comm_mb: float
+    participation_rate: float
+    epsilon: float
+    td_losses: list[float] = field(default_factory=list)
+
+
+class Trainer:
+    """VDN training state: env, learner, replay buffer, counters and generators.
+
+    Args:
+        env_config: the environment. vdn_config: hyperparameters.
+        episodes: planned episodes (epsilon anneals over ``episodes * num_rounds`` steps).
+        seed: run seed (training env seeds, network initialisation, exploration, replay sampling).
+    """
+
+    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0):
+        self.env = ClientSelectionEnv(env_config)
+        self.vdn_config = vdn_config
+        self.episodes, self.seed = episodes, seed
+        self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=seed)
+        self.buffer = ReplayBuffer(vdn_config.buffer_size, len(self.env.possible_agents),
+                                   len(self.env.feature_names), vdn_config.n_step, vdn_config.gamma)
+        self.sample_rng = np.random.default_rng([seed, 1])
+        self.total_steps = episodes * env_config.num_rounds
+        self.steps = 0
+        self.episode = 0
+
+    def play_episode(self) -> EpisodeSummary:
+        """Play the next training episode, storing transitions and training as configured."""
+        env, config = self.env, self.vdn_config
+        observations, _ = env.reset(seed=training_seed(self.seed, self.episode))
+        obs, mask = stack_observations(env, observations)
+        episode_return, losses, candidates, uploads = 0.0, [], 0, 0
+        agent = env.possible_agents[0]
+        while env.agents:
+            epsilon = linear_epsilon(self.steps, self.total_steps, config)
+            actions = self.learner.act(obs, mask, epsilon)
+            observations, rewards, terminations, truncations, infos = env.step(
+                {a: int(x) for a, x in zip(env.possible_agents, actions)}
+            )
+            next_obs, next_mask = stack_observations(env, observations)
+            self.buffer.add(obs, mask, actions, rewards[agent], next_obs, next_mask,
+                            terminations[agent], truncations[agent])
+            candidates += int(mask[:, 1].sum())
+            uploads += int((actions * mask[:, 1]).sum())
+            obs, mask = next_obs, next_mask
+            episode_return += rewards[agent]
+            self.steps += 1
+            if self.steps >= config.learning_starts and self.steps % config.train_interval == 0 and len(self.buffer):
+                for _ in range(config.gradient_steps):
+                    batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
+                    losses.append(self.learner.update(batch))
+        self.episode += 1
+        info = infos[agent]
+        return EpisodeSummary(episode_return, info["accuracy"], info["wall_clock_s"], uploads * env.upload_mb,
+                              uploads / max(1, candidates), epsilon, losses)
+
+    def checkpoint(self) -> dict:
+        """Checkpoint payload: what :class:`~agents.policy.GreedyPolicy` needs, plus the training state."""
+        return {
+            "q_state": self.learner.q.state_dict(),
+            "vdn_config": self.vdn_config.to_dict(),
+            "env_config": self.env.config.to_dict(),
+            "feature_names": list(self.env.feature_names),
+            "episodes": self.episode,
+            "env_steps": self.steps,
+            "training": {
+                "planned_episodes": self.episodes,
+                "seed": self.seed,
+                "learner": self.learner.state_dict(),
+                "buffer": self.buffer.state_dict(),
+                "sample_rng": self.sample_rng.bit_generator.state,
+            },
+        }
+
+    def restore(self, document: dict) -> None:
+        """Continue from a checkpoint written by :meth:`checkpoint` for the same configuration.
+
+        Raises:
+            ValueError: the checkpoint was written for another configuration or run length.
+        """
+        training = document.get("training")
+        if training is None:
+            raise ValueError("the checkpoint holds no training state (written by an older version?)")
+        if document["env_config"] != self.env.config.to_dict() or document["vdn_config"] != self.vdn_config.to_dict():
+            raise ValueError("the checkpoint was written with another env or VDN configuration")
+        if (training["planned_episodes"], training["seed"]) != (self.episodes, self.seed):
+            raise ValueError(
+                f"the checkpoint belongs to a run of {training['planned_episodes']} episodes with seed "
+                f"{training['seed']}, not {self.episodes} episodes with seed {self.seed}"
+            )
+        self.learner.load_state_dict(training["learner"])
+        self.buffer.load_state_dict(training["buffer"])
+        self.sample_rng.bit_generator.state = training["sample_rng"]
+        self.steps, self.episode = int(document["env_steps"]), int(document["episodes"])
+
+    def greedy_policy(self) -> GreedyPolicy:
+        """The current greedy policy (a CPU copy of the Q-network)."""
+        q = QNetwork(self.learner.obs_dim, tuple(self.vdn_config.hidden))
+        q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
+        return GreedyPolicy(q, self.env.feature_names, self.env.config)
 
 
 def train_vdn(
@@ -51,87 +158,53 @@ def train_vdn(
     run_dir: str | Path | None = None,
     checkpoint_interval: int = 25,
     progress: bool = True,
-) -> tuple[VDNLearner, TrainingLog]:
-    """Train VDN agents for ``episodes`` episodes.
+    resume: bool = False,
+) -> tuple[Trainer, list[EpisodeSummary]]:
+    """Train VDN agents until ``episodes`` episodes have been played.
 
     Writes TensorBoard logs and ``checkpoint.pt`` (atomically, every ``checkpoint_interval`` episodes
     and at the end) under ``run_dir`` when given. The x-axis of every TensorBoard scalar is the number
-    of FL rounds played.
+    of FL rounds played. With ``resume``, training continues from ``run_dir/checkpoint.pt``.
 
     Returns:
-        The learner and the per-episode log.
+        The trainer and the summaries of the episodes played by this call.
+
+    Raises:
+        ValueError: ``resume`` without ``run_dir``, or a checkpoint of another run (see :meth:`Trainer.restore`).
+        FileNotFoundError: ``resume`` but no checkpoint in ``run_dir``.
     """
-    env = ClientSelectionEnv(env_config)
-    learner = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed)
-    buffer = ReplayBuffer(vdn_config.buffer_size, len(env.possible_agents), len(env.feature_names),
-                          vdn_config.n_step, vdn_config.gamma)
-    sample_rng = np.random.default_rng([seed, 1])
-    total_steps = episodes * env_config.num_rounds
+    trainer = Trainer(env_config, vdn_config, episodes, seed)
+    if resume:
+        if run_dir is None:
+            raise ValueError("resume needs a run directory")
+        trainer.restore(load_checkpoint(Path(run_dir) / CHECKPOINT_NAME))
     writer = SummaryWriter(str(run_dir)) if run_dir is not None else None
-    log = TrainingLog()
-    steps = 0
-    start = time.perf_counter()
-    bar = tqdm(range(episodes), desc="VDN", unit="episode", disable=not progress)
-    for episode in bar:
-        observations, _ = env.reset(seed=training_seed(seed, episode))
-        obs, mask = stack_observations(env, observations)
-        episode_return, losses, candidates, uploads = 0.0, [], 0, 0
-        while env.agents:
-            epsilon = linear_epsilon(steps, total_steps, vdn_config)
-            actions = learner.act(obs, mask, epsilon)
-            observations, rewards, terminations, truncations, infos = env.step(
-                {agent: int(a) for agent, a in zip(env.possible_agents, actions)}
-            )
-            next_obs, next_mask = stack_observations(env, observations)
-            agent = env.possible_agents[0]
-            reward = rewards[agent]
-            buffer.add(obs, mask, actions, reward, next_obs, next_mask, terminations[agent], truncations[agent])
-            candidates += int(mask[:, 1].sum())
-            uploads += int((actions * mask[:, 1]).sum())
-            obs, mask = next_obs, next_mask
-            episode_return += reward
-            steps += 1
-            if steps >= vdn_config.learning_starts and steps % vdn_config.train_interval == 0:
-                for _ in range(vdn_config.gradient_steps):
-                    losses.append(learner.update(buffer.sample(vdn_config.batch_size, sample_rng, learner.device)))
-        info = infos[env.possible_agents[0]]
-        log.team_return.append(episode_return)
-        log.final_accuracy.append(info["accuracy"])
-        log.total_latency_s.append(info["wall_clock_s"])
-        log.total_comm_mb.append(uploads * env.upload_mb)
+    summaries = []
+    start, start_steps = time.perf_counter(), trainer.steps
+    bar = tqdm(total=episodes, initial=trainer.episode, desc="VDN", unit="episode", disable=not progress)
+    while trainer.episode < episodes:
+        summary = trainer.play_episode()
+        summaries.append(summary)
         if writer is not None:
-            writer.add_scalar("charts/episodic_return", episode_return, steps)
-            writer.add_scalar("charts/epsilon", epsilon, steps)
-            writer.add_scalar("charts/SPS", steps / (time.perf_counter() - start), steps)
-            if losses:
-                writer.add_scalar("losses/td_loss", float(np.mean(losses)), steps)
-            writer.add_scalar("fl/final_accuracy", info["accuracy"], steps)
-            writer.add_scalar("fl/total_latency_s", info["wall_clock_s"], steps)
-            writer.add_scalar("fl/total_comm_mb", log.total_comm_mb[-1], steps)
-            writer.add_scalar("fl/participation_rate", uploads / max(1, candidates), steps)
-        bar.set_postfix(ret=f"{episode_return:.3f}", acc=f"{info['accuracy']:.3f}",
-                        lat=f"{info['wall_clock_s']:.0f}s", eps=f"{epsilon:.2f}")
-        if run_dir is not None and ((episode + 1) % checkpoint_interval == 0 or episode + 1 == episodes):
-            save_checkpoint(Path(run_dir) / "checkpoint.pt", checkpoint_payload(learner, env, episode + 1, steps))
+            _log(writer, summary, trainer.steps, (trainer.steps - start_steps) / (time.perf_counter() - start))
+        bar.update()
+        bar.set_postfix(ret=f"{summary.team_return:.3f}", acc=f"{summary.final_accuracy:.3f}",
+                        lat=f"{summary.total_latency_s:.0f}s", eps=f"{summary.epsilon:.2f}")
+        if run_dir is not None and (trainer.episode % checkpoint_interval == 0 or trainer.episode == episodes):
+            save_checkpoint(Path(run_dir) / CHECKPOINT_NAME, trainer.checkpoint())
+    bar.close()
     if writer is not None:
         writer.close()
-    return learner, log
+    return trainer, summaries
 
 
-def checkpoint_payload(learner: VDNLearner, env: ClientSelectionEnv, episodes: int, steps: int) -> dict:
-    """What a checkpoint holds: weights, configs, observation layout and progress counters."""
-    return {
-        "q_state": learner.q.state_dict(),
-        "vdn_config": learner.config.to_dict(),
-        "env_config": env.config.to_dict(),
-        "feature_names": list(env.feature_names),
-        "episodes": episodes,
-        "env_steps": steps,
-    }
-
-
-def greedy_policy(learner: VDNLearner, env_config: EnvConfig, feature_names: list[str]) -> GreedyPolicy:
-    """The learner's current greedy policy (a CPU copy of the Q-network)."""
-    q = type(learner.q)(learner.obs_dim, tuple(learner.config.hidden))
-    q.load_state_dict({k: v.cpu() for k, v in learner.q.state_dict().items()})
-    return GreedyPolicy(q, feature_names, env_config)
+def _log(writer: SummaryWriter, summary: EpisodeSummary, steps: int, steps_per_second: float) -> None:
+    writer.add_scalar("charts/episodic_return", summary.team_return, steps)
+    writer.add_scalar("charts/epsilon", summary.epsilon, steps)
+    writer.add_scalar("charts/SPS", steps_per_second, steps)
+    if summary.td_losses:
+        writer.add_scalar("losses/td_loss", float(np.mean(summary.td_losses)), steps)
+    writer.add_scalar("fl/final_accuracy", summary.final_accuracy, steps)
+    writer.add_scalar("fl/total_latency_s", summary.total_latency_s, steps)
+    writer.add_scalar("fl/total_comm_mb", summary.total_comm_mb, steps)
+    writer.add_scalar("fl/participation_rate", summary.participation_rate, steps)

@@ -44,7 +44,7 @@ class VDNConfig:
 
     hidden: tuple[int, ...] = (64, 64)
     lr: float = 5e-4
-    gamma: float = 0.99
+    gamma: float = 1.0
     n_step: int = 3
     batch_size: int = 64
     buffer_size: int = 50_000
@@ -151,6 +151,21 @@ class VDNLearner:
         """``(B,)`` ``Q_tot`` of the taken joint actions, summed over candidates."""
         chosen = self.q(batch.obs).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
         return (chosen * batch.mask[..., 1]).sum(dim=1)
+
+    def state_dict(self) -> dict:
+        """Networks, optimiser, step counter and exploration generator (for exact resumption)."""
+        return {
+            "q": self.q.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "gradient_steps": self.gradient_steps, "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Inverse of :meth:`state_dict`."""
+        self.q.load_state_dict(state["q"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.gradient_steps = int(state["gradient_steps"])
+        self.rng.bit_generator.state = state["rng"]
 
     def update(self, batch: Batch) -> float:
         """One gradient step on the mean squared TD error; hard target update every

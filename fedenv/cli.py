@@ -18,13 +18,10 @@ import yaml
 from fedenv.config import EnvConfig
 
 
-def _flag_type(annotation):
-    annotation = str(annotation)
-    if annotation.startswith("int"):
-        return int
-    if annotation.startswith("float"):
-        return float
-    return str
+def _flag_type(hint):
+    """``int``, ``float`` or ``str`` for a field type hint (``X | None`` counts as ``X``)."""
+    options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    return options[0] if options[0] in (int, float) else str
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=()) -> None:
@@ -40,7 +37,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
         if hints[f.name] is bool:
             group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, action=argparse.BooleanOptionalAction,
                                default=None, help=help_text)
-        elif str(hints[f.name]).startswith("tuple"):
+        elif typing.get_origin(hints[f.name]) is tuple:
             group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, type=int, nargs="+", default=None,
                                help=help_text)
         else:

@@ -30,8 +30,8 @@ from fedenv.reward import round_latency_s, team_reward
 from fedenv.traces import TraceReplay, load_trace
 
 INFO_KEYS = (
-    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "probe_loss", "data_size",
-    "wall_clock_s",
+    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "excluded", "probe_loss",
+    "data_size", "wall_clock_s",
 )
 
 
@@ -46,6 +46,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         observation ``Dict(observation=Box(low, high, (2h+7,), float32), action_mask=Box(0, 1, (2,), int8))``
         (layout in :mod:`fedenv.observation`); action ``Discrete(2)``. Non-candidates have mask
         ``[1, 0]``; their action is ignored and counts as 0.
+
+    Infos (per agent, the same keys at reset and every step): ``round`` (rounds completed),
+    ``accuracy`` (test accuracy of the global model, fraction), ``round_latency_s`` and ``comm_mb`` (of
+    the round just played; 0 at reset), ``candidate`` (a candidate of the coming round), ``selected``
+    (uploaded in the round just played), ``excluded`` (uploaded, but left out of aggregation because
+    its model was not finite), ``probe_loss`` (latest probing loss, nats), ``data_size`` (samples) and
+    ``wall_clock_s`` (simulated time so far).
 
     Raises:
         ValueError: a configuration value is invalid (the message names the field).
@@ -132,6 +139,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._probe_loss = np.zeros(k)
         self._last_upload = np.full(k, -1)
         self._selected = np.zeros(k, dtype=bool)
+        self._excluded = np.zeros(k, dtype=bool)
         self.round = 0
         self.wall_clock_s = 0.0
         self.accuracy, _ = self.federation.evaluate()
@@ -168,7 +176,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
                 self.federation.local_train(selected, cfg.local_epochs - 1, self._generators(selected, phase=1), start)
                 if cfg.local_epochs > 1 else start
             )
-            self.federation.aggregate_fedavg(selected, result)
+            aggregated = self.federation.aggregate_fedavg(selected, result)
+        else:
+            aggregated = selected
         upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
         upload_s = self.replay.transfer_s(upload_kbps[selected])
         finish_s = self.replay.compute_s(selected, self.data_size[selected] * (cfg.local_epochs - 1)) + upload_s
@@ -183,6 +193,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._last_upload[selected] = self.round
         self._selected = np.zeros(cfg.num_clients, dtype=bool)
         self._selected[selected] = True
+        self._excluded = self._selected.copy()
+        self._excluded[aggregated] = False
         self.round += 1
         self.wall_clock_s += latency_s
         terminated = cfg.target_accuracy is not None and self.accuracy >= cfg.target_accuracy
@@ -312,6 +324,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
                 "comm_mb": float(comm_mb),
                 "candidate": bool(candidate[i]),
                 "selected": bool(self._selected[i]),
+                "excluded": bool(self._excluded[i]),
                 "probe_loss": float(self._probe_loss[i]),
                 "data_size": int(self.data_size[i]),
                 "wall_clock_s": float(self.wall_clock_s),

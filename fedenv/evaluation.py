@@ -11,7 +11,6 @@ import dataclasses
 import io
 import json
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -149,30 +148,28 @@ def _json_safe(value):
 
 
 def plot_accuracy_vs_time(records: dict[str, list[EpisodeRecord]], path: str | Path) -> None:
-    """Test accuracy against simulated wall-clock time, one line per policy (mean over seeds, on a
-    common time grid, accuracy held between rounds) with a band from the seeds' minimum to maximum."""
+    """Test accuracy against simulated wall-clock time, one line per policy: the mean over seeds (accuracy
+    held between rounds) with a min-max band, drawn while every seed's episode is still running; a dot
+    marks each seed's final accuracy at the time its episode ended."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    horizon = max(r.wall_clock_s[-1] for episodes in records.values() for r in episodes)
-    grid = np.linspace(0.0, horizon, 400)
     for name, episodes in records.items():
+        ends = np.array([r.wall_clock_s[-1] for r in episodes])
+        grid = np.linspace(0.0, ends.min(), 300)
         curves = np.stack([
             np.asarray(r.accuracy)[np.searchsorted(r.wall_clock_s, grid, side="right") - 1] for r in episodes
         ])
-        ends = np.array([r.wall_clock_s[-1] for r in episodes])
-        curves = np.where(grid[None, :] <= ends[:, None], curves, np.nan)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # grid points past every seed's end
-            mean, low, high = np.nanmean(curves, axis=0), np.nanmin(curves, axis=0), np.nanmax(curves, axis=0)
-        line, = ax.plot(grid, mean, label=name)
-        ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
-    ax.set_xlabel("simulated wall-clock time (s)")
+        line, = ax.plot(grid, curves.mean(axis=0), label=name)
+        ax.fill_between(grid, curves.min(axis=0), curves.max(axis=0), color=line.get_color(), alpha=0.15)
+        ax.scatter(ends, [r.final_accuracy for r in episodes], color=line.get_color(), s=14, zorder=3)
+    ax.set_xscale("symlog", linthresh=10.0)
+    ax.set_xlabel("simulated wall-clock time (s, log scale above 10 s)")
     ax.set_ylabel("test accuracy")
-    ax.set_title(f"accuracy vs time ({len(next(iter(records.values())))} seeds; band: min-max)")
+    ax.set_title(f"accuracy vs time ({len(next(iter(records.values())))} seeds; band: min-max; dots: episode ends)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -118,6 +118,14 @@ class TrainResult:
     loss_sum: torch.Tensor
     samples: torch.Tensor
 
+    def finite(self) -> torch.Tensor:
+        """``(K,)`` bool: True where every parameter of the client's model is finite."""
+        k = self.loss_sum.shape[0]
+        ok = torch.ones(k, dtype=torch.bool, device=self.loss_sum.device)
+        for p in self.params.values():
+            ok &= torch.isfinite(p.flatten(1)).all(dim=1).to(ok.device)
+        return ok
+
     def rows(self, rows) -> "TrainResult":
         """The clients at positions ``rows`` (a list or int tensor), in that order."""
         rows = torch.as_tensor(rows, dtype=torch.int64)
@@ -360,11 +368,21 @@ class Federation:
             self.model, params, momentum, self.global_params, self.train_x, self.train_y, schedule, self.config
         )
 
-    def aggregate_fedavg(self, clients: np.ndarray, result: TrainResult) -> None:
-        """Replace the global model by the FedAvg of ``result`` (rows = ``clients``); no-op if empty."""
-        if len(clients) == 0:
-            return
-        self.global_params = weighted_average(result.params, fedavg_weights(self.data_sizes[clients]))
+    def aggregate_fedavg(self, clients: np.ndarray, result: TrainResult) -> np.ndarray:
+        """Replace the global model by the FedAvg of ``result`` (rows = ``clients``).
+
+        Uploads holding a non-finite value (diverged local training) are left out; with no usable
+        upload the global model is unchanged.
+
+        Returns:
+            The ids of the clients whose uploads were aggregated.
+        """
+        usable = result.finite().cpu().numpy()
+        kept = np.asarray(clients, dtype=np.int64)[usable]
+        if len(kept):
+            rows = result.rows(np.flatnonzero(usable))
+            self.global_params = weighted_average(rows.params, fedavg_weights(self.data_sizes[kept]))
+        return kept
 
     @torch.no_grad()
     def evaluate(self, chunk: int = 4096) -> tuple[float, float]:

@@ -3,10 +3,11 @@ import pytest
 import torch
 
 from agents.replay import ReplayBuffer
-from agents.trainer import greedy_policy, train_vdn
+from agents.trainer import train_vdn
 from agents.vdn import VDNConfig, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
+from fedenv.policies import FedAvgPolicy
 from fedenv.rollout import run_episode
 
 K, D = 3, 4
@@ -93,7 +94,8 @@ def test_c9_target_network_updates_every_7_gradient_steps(monkeypatch):
         return loss
 
     monkeypatch.setattr(VDNLearner, "update", recording_update)
-    config = VDNConfig(target_update_interval=7, train_interval=2, gradient_steps=1, learning_starts=2, batch_size=4)
+    config = VDNConfig(target_update_interval=7, train_interval=2, gradient_steps=1, learning_starts=2, batch_size=4,
+                       n_step=1)
     train_vdn(TINY, config, episodes=6, progress=False)
     assert len(changes) == 15  # 30 env steps, training every 2
     assert [step for step, changed in zip(snapshots, changes) if changed] == [7, 14]
@@ -106,11 +108,14 @@ def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
     clients = [dict(fast, client=0, device="fast"), dict(fast, client=1, device="fast"),
                dict(slow, client=2, device="slow")]
     trace = write_trace(clients, macs=784 * 200 + 200 * 10)  # reference model = the MLP
-    env_config = EnvConfig(**{**TINY.to_dict(), "trace": trace, "latency_weight": 0.05, "comm_weight": 0.0})
+    # the slow client adds ~6.4 s per round (x 0.1 = 0.64 reward); a fast client's accuracy gain is worth more
+    # than its ~0.06 s, so the best policy stops the slow client and keeps the fast ones
+    env_config = EnvConfig(**{**TINY.to_dict(), "trace": trace, "accuracy_weight": 5.0, "latency_weight": 0.1,
+                              "comm_weight": 0.0})
     vdn = VDNConfig(learning_starts=50, gradient_steps=2, epsilon_fraction=0.6, target_update_interval=50)
-    learner, _ = train_vdn(env_config, vdn, episodes=80, seed=0, progress=False)
+    trainer, _ = train_vdn(env_config, vdn, episodes=100, seed=0, progress=False)
     env = ClientSelectionEnv(env_config)
-    policy = greedy_policy(learner, env_config, env.feature_names)
+    policy = trainer.greedy_policy()
     slow_selected, fast_selected, rounds = 0, 0, 0
     for seed in range(1000, 1005):
         observations, infos = env.reset(seed=seed)
@@ -122,6 +127,5 @@ def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
             rounds += 1
             observations, _, _, _, infos = env.step(actions)
     assert slow_selected == 0
-    assert fast_selected >= rounds  # at least one fast client per round on average: not "stop everyone"
-    record = run_episode(env, policy, 1005)
-    assert record.team_return > 0
+    assert fast_selected >= 0.8 * 2 * rounds  # the fast clients keep uploading: not "stop everyone"
+    assert run_episode(env, policy, 1005).team_return > run_episode(env, FedAvgPolicy(), 1005).team_return
