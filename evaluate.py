@@ -72,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
     policies = [policy if name == "vdn" else make_policy(name) for name in names]
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
-    records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)
+    try:
+        records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)
+    except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
+        parser.error(str(error))
     print(f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
     print(format_table(summarise(per_episode_metrics(records))))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))

@@ -60,7 +60,7 @@ def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
         raise FileNotFoundError(f"cannot resume: no config.json in {run_dir}")
     saved = json.loads(path.read_text())
     try:
-        return (EnvConfig.from_dict(saved["env"]).validate(), VDNConfig.from_dict(saved["vdn"]),
+        return (EnvConfig.from_dict(saved["env"]).validate(), VDNConfig.from_dict(saved["vdn"]).validate(),
                 int(saved["episodes"]), int(saved["seed"]))
     except (KeyError, TypeError) as error:
         raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             env_config = env_config_from_args(args)
-            vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-")
+            vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-").validate()
             episodes, seed = args.episodes, args.seed
             if episodes < 1:
                 raise ValueError(f"--episodes={episodes} must be >= 1")

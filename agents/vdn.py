@@ -59,6 +59,25 @@ class VDNConfig:
     double_q: bool = True
     reward_scale: float = 10.0
 
+    def validate(self) -> "VDNConfig":
+        """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
+        for name in ("n_step", "batch_size", "buffer_size", "train_interval", "gradient_steps",
+                     "target_update_interval"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"vdn {name}={value!r} must be an integer >= 1")
+        if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
+            raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
+        if not isinstance(self.learning_starts, int) or self.learning_starts < 0:
+            raise ValueError(f"vdn learning_starts={self.learning_starts!r} must be an integer >= 0")
+        for name in ("gamma", "epsilon_start", "epsilon_end", "epsilon_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
+        for name in ("lr", "max_grad_norm", "reward_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")
+        return self
+
     def to_dict(self) -> dict:
         out = asdict(self)
         out["hidden"] = list(self.hidden)
@@ -110,7 +129,7 @@ class VDNLearner:
     """
 
     def __init__(self, obs_dim: int, config: VDNConfig, device: torch.device | str = "cpu", seed: int = 0):
-        self.config = config
+        self.config = config.validate()
         self.device = torch.device(device)
         self.obs_dim = obs_dim
         with torch.random.fork_rng(devices=[]):

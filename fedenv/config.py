@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fedenv.data import DATASETS, PARTITIONERS
 from fedenv.models import MODELS
 from fedenv.reward import UTILITIES
+from fedenv.traces import TRACE_MODES
 
 AGGREGATIONS = ("fedavg",)
 
@@ -32,7 +33,9 @@ class EnvConfig:
     ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``, ``aggregation``; ``device`` (``auto``,
     ``cpu``, ``cuda``).
 
-    Traces: ``trace``, a shipped trace name or a trace file path.
+    Traces: ``trace``, a shipped trace name or a trace file path; ``trace_mode`` ``replay`` (per-round
+    bandwidth and compute as the trace says) or ``static`` (each client's median bandwidth, compute
+    factor 1; for ablations); ``round_deadline_s``: optional round deadline, stragglers are dropped.
 
     Observation and reward: ``history_length`` h of the latency histories (our default 5);
     ``utility`` (``exp64`` or ``linear``); weights ``accuracy_weight`` w1, ``latency_weight`` w2 (per
@@ -63,10 +66,12 @@ class EnvConfig:
     fedprox_mu: float = 0.0
     aggregation: str = "fedavg"
     trace: str = "default"
+    trace_mode: str = "replay"
+    round_deadline_s: float | None = None
     history_length: int = 5
     utility: str = "exp64"
     accuracy_weight: float = 1.0
-    latency_weight: float = 2.82e-4
+    latency_weight: float = 3.68e-4
     comm_weight: float = 1.20e-3
     target_accuracy: float | None = None
     device: str = "auto"
@@ -75,7 +80,7 @@ class EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
         choices = {
             "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS,
-            "utility": UTILITIES, "aggregation": AGGREGATIONS,
+            "utility": UTILITIES, "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -102,6 +107,8 @@ class EnvConfig:
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 0")
+        if self.round_deadline_s is not None and not self.round_deadline_s > 0:
+            raise ValueError(f"round_deadline_s={self.round_deadline_s!r} must be > 0 or None")
         if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:
             raise ValueError(f"target_accuracy={self.target_accuracy!r} must be in (0, 1] or None")
         return self

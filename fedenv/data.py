@@ -124,8 +124,8 @@ def _load_torchvision_layout(name: str, data_root: str, download: bool) -> Datas
         path = _find_idx(raw, stem)
         if path is None:
             raise FileNotFoundError(
-                f"{name}: no {stem} or {stem}.gz in {raw}; the files must be in torchvision's layout "
-                f"<data_root>/{_TORCHVISION_FOLDERS[name]}/raw/ (pass --download to fetch them)"
+                f"data_root={data_root!r}: no {stem} or {stem}.gz in {raw}; {name} must be in torchvision's "
+                f"layout <data_root>/{_TORCHVISION_FOLDERS[name]}/raw/ (add --download to fetch it)"
             )
         arrays[key] = read_idx(path)
     return _standardise(name, arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"])

@@ -30,8 +30,8 @@ from fedenv.reward import round_latency_s, team_reward
 from fedenv.traces import TraceReplay, load_trace
 
 INFO_KEYS = (
-    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "excluded", "probe_loss",
-    "data_size", "wall_clock_s",
+    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "online",
+    "idle", "probe_loss", "data_size", "wall_clock_s",
 )
 
 
@@ -49,10 +49,20 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
 
     Infos (per agent, the same keys at reset and every step): ``round`` (rounds completed),
     ``accuracy`` (test accuracy of the global model, fraction), ``round_latency_s`` and ``comm_mb`` (of
-    the round just played; 0 at reset), ``candidate`` (a candidate of the coming round), ``selected``
-    (uploaded in the round just played), ``excluded`` (uploaded, but left out of aggregation because
-    its model was not finite), ``probe_loss`` (latest probing loss, nats), ``data_size`` (samples) and
-    ``wall_clock_s`` (simulated time so far).
+    the round just played; 0 at reset), ``candidate`` (a candidate of the coming round), ``online``
+    (online when the coming round started), ``selected`` (chose to upload in the round just played),
+    ``dropped`` (selected, but missed ``round_deadline_s``: a straggler, not aggregated), ``excluded``
+    (uploaded, but left out of aggregation because its model was not finite), ``idle`` (nobody was
+    online: the round only advanced the clock to the next time a client comes online),
+    ``probe_loss`` (latest probing loss, nats), ``data_size`` (samples) and ``wall_clock_s``
+    (simulated time so far).
+
+    Availability and deadlines (DESIGN.md section 6; FedScale's straggler handling): candidates are
+    drawn among the clients the trace marks online at the round's start (all of them if fewer are
+    online than ``clients_per_round``). With ``round_deadline_s``, a selected client whose completion
+    (decision time = slowest probing candidate, then its remaining epochs and upload) would pass the
+    deadline is dropped: its upload is neither aggregated nor counted, and the round latency is
+    capped at the deadline.
 
     Raises:
         ValueError: a configuration value is invalid (the message names the field).
@@ -132,7 +142,10 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
         self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device)
         self.data_size = np.array([len(i) for i in self.client_indices])
-        self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits)
+        self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
+                                  cfg.trace_mode)
+        if not np.isfinite(self.replay.wait_s(0.0)):
+            raise ValueError(f"trace={cfg.trace!r}: none of the clients drawn for this episode is ever online")
         k, h = cfg.num_clients, cfg.history_length
         self._probe_hist = np.zeros((k, h))
         self._upload_hist = np.zeros((k, h))
@@ -140,6 +153,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._last_upload = np.full(k, -1)
         self._selected = np.zeros(k, dtype=bool)
         self._excluded = np.zeros(k, dtype=bool)
+        self._dropped = np.zeros(k, dtype=bool)
         self.round = 0
         self.wall_clock_s = 0.0
         self.accuracy, _ = self.federation.evaluate()
@@ -168,32 +182,42 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         cfg = self.config
         chosen = self._parse_actions(actions)
         candidates = self._candidates
-        selected = candidates[chosen[candidates]]
-        rows = np.flatnonzero(chosen[candidates])
-        if len(selected):
-            start = self._probe_result.rows(rows)
-            result = (
-                self.federation.local_train(selected, cfg.local_epochs - 1, self._generators(selected, phase=1), start)
-                if cfg.local_epochs > 1 else start
-            )
-            aggregated = self.federation.aggregate_fedavg(selected, result)
-        else:
-            aggregated = selected
+        picked = np.flatnonzero(chosen[candidates])
+        selected = candidates[picked]
         upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
         upload_s = self.replay.transfer_s(upload_kbps[selected])
-        finish_s = self.replay.compute_s(selected, self.data_size[selected] * (cfg.local_epochs - 1)) + upload_s
-        latency_s = round_latency_s(self._probe_s, finish_s)
-        comm_mb = self.upload_mb * len(selected)
+        rest_s = self.replay.compute_s(selected, self.data_size[selected] * (cfg.local_epochs - 1), self.round)
+        if len(candidates):
+            latency_s = round_latency_s(self._probe_s, rest_s + upload_s)
+        else:  # nobody online: the clock advances until a client comes online
+            latency_s = self.replay.wait_s(self.wall_clock_s)
+        on_time = np.ones(len(selected), dtype=bool)
+        if cfg.round_deadline_s is not None and len(candidates):
+            on_time = np.max(self._probe_s) + rest_s + upload_s <= cfg.round_deadline_s
+            latency_s = min(latency_s, cfg.round_deadline_s)
+        completed = selected[on_time]
+        aggregated = completed
+        if len(completed):
+            start = self._probe_result.rows(picked[on_time])
+            result = (
+                self.federation.local_train(completed, cfg.local_epochs - 1, self._generators(completed, phase=1), start)
+                if cfg.local_epochs > 1 else start
+            )
+            aggregated = self.federation.aggregate_fedavg(completed, result)
+        comm_mb = self.upload_mb * len(completed)
         previous = self.accuracy
         self.accuracy, _ = self.federation.evaluate()
         reward = team_reward(self.accuracy, previous, latency_s, comm_mb, self.reward_weights, cfg.utility)
 
-        self._upload_hist[selected] = np.roll(self._upload_hist[selected], 1, axis=1)
-        self._upload_hist[selected, 0] = upload_s
-        self._last_upload[selected] = self.round
+        self._upload_hist[completed] = np.roll(self._upload_hist[completed], 1, axis=1)
+        self._upload_hist[completed, 0] = upload_s[on_time]
+        self._last_upload[completed] = self.round
         self._selected = np.zeros(cfg.num_clients, dtype=bool)
         self._selected[selected] = True
-        self._excluded = self._selected.copy()
+        self._dropped = self._selected.copy()
+        self._dropped[completed] = False
+        self._excluded = np.zeros(cfg.num_clients, dtype=bool)
+        self._excluded[completed] = True
         self._excluded[aggregated] = False
         self.round += 1
         self.wall_clock_s += latency_s
@@ -205,7 +229,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         else:
             self._begin_round()
         self._observations = self._observe()
-        infos = self._infos(round_latency_s=latency_s, comm_mb=comm_mb)
+        infos = self._infos(round_latency_s=latency_s, comm_mb=comm_mb, idle=len(candidates) == 0)
         agents = self.agents
         if self._done:
             self.agents = []
@@ -251,7 +275,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
 
     def _begin_round(self) -> None:
         cfg = self.config
-        self._candidates = np.sort(self._candidate_rng.choice(cfg.num_clients, cfg.clients_per_round, replace=False))
+        self._online = self.replay.online(self.wall_clock_s)
+        available = np.flatnonzero(self._online)
+        count = min(cfg.clients_per_round, len(available))
+        self._candidates = np.sort(self._candidate_rng.choice(available, count, replace=False)).astype(np.int64)
+        if count == 0:
+            self._probe_s = np.zeros(0)
+            return
         self._probe_result = self.federation.local_train(
             self._candidates, 1, self._generators(self._candidates, phase=0)
         )
@@ -259,7 +289,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._probe_loss[self._candidates] = losses
         _, download_kbps = self.replay.bandwidth_kbps(self.round)
         self._probe_s = self.replay.transfer_s(download_kbps[self._candidates]) + self.replay.compute_s(
-            self._candidates, self.data_size[self._candidates]
+            self._candidates, self.data_size[self._candidates], self.round
         )
         self._probe_hist[self._candidates] = np.roll(self._probe_hist[self._candidates], 1, axis=1)
         self._probe_hist[self._candidates, 0] = self._probe_s
@@ -313,7 +343,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             for i, agent in enumerate(self.possible_agents)
         }
 
-    def _infos(self, round_latency_s: float, comm_mb: float) -> dict:
+    def _infos(self, round_latency_s: float, comm_mb: float, idle: bool = False) -> dict:
         candidate = np.zeros(self.config.num_clients, dtype=bool)
         candidate[self._candidates] = True
         return {
@@ -324,7 +354,10 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
                 "comm_mb": float(comm_mb),
                 "candidate": bool(candidate[i]),
                 "selected": bool(self._selected[i]),
+                "dropped": bool(self._dropped[i]),
                 "excluded": bool(self._excluded[i]),
+                "online": bool(self._online[i]),
+                "idle": idle,
                 "probe_loss": float(self._probe_loss[i]),
                 "data_size": int(self.data_size[i]),
                 "wall_clock_s": float(self.wall_clock_s),

@@ -34,7 +34,7 @@ def test_latency_formulas_by_hand(write_trace):
     # reference model 1e6 MACs; trained model 5e5 MACs -> half the reference time per sample
     path = write_trace([client(0, ms=10.0, up=(1000.0, 500.0), down=(4000.0, 2000.0))])
     replay = TraceReplay(load_trace(path), 1, np.random.default_rng(0), model_macs=500_000, model_bits=2_000_000)
-    assert replay.compute_s(np.array([0]), np.array([100])) == pytest.approx([0.5])  # 5 ms x 100 / 1000
+    assert replay.compute_s(np.array([0]), np.array([100]), 0) == pytest.approx([0.5])  # 5 ms x 100 / 1000
     up, down = replay.bandwidth_kbps(0)
     other_up, _ = replay.bandwidth_kbps(1)
     assert {float(up[0]), float(other_up[0])} == {1000.0, 500.0}  # the series is replayed cyclically

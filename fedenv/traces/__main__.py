@@ -1,16 +1,30 @@
-"""Command line for traces: ``python -m fedenv.traces {devices,generate} ...``."""
+"""Trace tooling.
+
+    python -m fedenv.traces devices --sources ../shared/sources      # derive traces/devices.csv
+    python -m fedenv.traces generate                                  # rebuild traces/default.json
+    python -m fedenv.traces import --fedscale CAPACITY [--behave BEHAVE] --out my_trace.json
+    python -m fedenv.traces import --csv devices.csv --out my_trace.json
+    python -m fedenv.traces inspect [TRACE]
+    python -m fedenv.traces plot [TRACE] --out trace.png
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from fedenv.fileio import atomic_write_text
-from fedenv.traces import SHIPPED_TRACES_DIR, load_trace
+from fedenv.models import MODELS
+from fedenv.traces import DEFAULT_TRACE, SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces.generate import derive_device_table, dumps_trace, generate_trace, read_device_table, write_device_table
+from fedenv.traces.importers import import_csv, import_fedscale
+from fedenv.traces.report import plot_trace, summary_text
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fedenv.traces", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m fedenv.traces", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     devices = sub.add_parser("devices", help="derive the device table from FLASH's measurement files")
     devices.add_argument("--sources", required=True, help="folder holding flash/*.json")
@@ -19,19 +33,52 @@ def main(argv: list[str] | None = None) -> None:
     generate.add_argument("--devices", default=str(SHIPPED_TRACES_DIR / "devices.csv"))
     generate.add_argument("--out", default=str(SHIPPED_TRACES_DIR / "default.json"))
     generate.add_argument("--clients", type=int, default=100)
-    generate.add_argument("--rounds", type=int, default=100, help="length of each bandwidth series")
+    generate.add_argument("--rounds", type=int, default=100, help="length of each per-round series")
     generate.add_argument("--seed", type=int, default=0)
+    importer = sub.add_parser("import", help="convert a FedScale or CSV trace to our format")
+    source = importer.add_mutually_exclusive_group(required=True)
+    source.add_argument("--fedscale", metavar="CAPACITY", help="FedScale client_device_capacity pickle")
+    source.add_argument("--csv", metavar="FILE", help="CSV: client, device, ms_per_sample, upload_kbps, download_kbps")
+    importer.add_argument("--behave", metavar="BEHAVE", help="FedScale client_behave_trace pickle (availability)")
+    importer.add_argument("--reference-model", default="mlp", choices=MODELS,
+                          help="the model the per-sample times were measured with (default: %(default)s)")
+    importer.add_argument("--out", required=True)
+    for name, text in (("inspect", "per-device and per-client summary table"), ("plot", "PNG of the distributions")):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("trace", nargs="?", default=DEFAULT_TRACE, help="shipped trace name or file (default: %(default)s)")
+        if name == "plot":
+            command.add_argument("--out", default="trace.png")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "devices":
-        rows = derive_device_table(args.sources)
-        write_device_table(rows, args.out)
-        print(f"wrote {len(rows)} devices to {args.out}")
-    else:
-        document = generate_trace(read_device_table(args.devices), args.clients, args.rounds, args.seed)
-        atomic_write_text(args.out, dumps_trace(document))
-        trace = load_trace(args.out)
-        print(f"wrote {len(trace.clients)} clients x {args.rounds} rounds to {args.out}")
+    try:
+        if args.command == "devices":
+            rows = derive_device_table(args.sources)
+            write_device_table(rows, args.out)
+            print(f"wrote {len(rows)} devices to {args.out}")
+        elif args.command == "generate":
+            document = generate_trace(read_device_table(args.devices), args.clients, args.rounds, args.seed)
+            atomic_write_text(args.out, dumps_trace(document))
+            print(f"wrote {len(document['clients'])} clients x {args.rounds} rounds to {args.out}")
+        elif args.command == "import":
+            if args.behave and not args.fedscale:
+                parser.error("--behave goes with --fedscale")
+            document = (import_fedscale(args.fedscale, args.behave, args.reference_model) if args.fedscale
+                        else import_csv(args.csv, args.reference_model))
+            atomic_write_text(args.out, json.dumps(document, indent=1))
+            print(f"wrote {len(document['clients'])} clients to {args.out}")
+        elif args.command == "inspect":
+            print(summary_text(load_trace(args.trace)))
+        else:
+            plot_trace(load_trace(args.trace), args.out)
+            print(f"wrote {args.out}")
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"error: {error}\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -21,6 +21,11 @@ Bandwidth (``generate``)
     down). Round-to-round variation: an AR(1) process on log bandwidth shared by both directions,
     correlation 0.9 and stationary standard deviation 0.3 (our default; no public figure used).
 
+Compute variation: per round, a factor drawn from a normal distribution with the coefficient of
+variation FLASH measured for the nearest measured device (in log AI_Score): 99.5 / 1642, 23.9 / 588,
+2.3 / 179 ms per batch; clipped to [0.5, 2]. Availability: the sources hold none, so the shipped
+clients are always online (imported FedScale traces bring availability).
+
 ``traces/README.md`` lists each source with its address.
 """
 
@@ -43,6 +48,7 @@ from fedenv.traces import TRACE_FORMAT, TRACE_VERSION
 
 # FLASH device_util.py: FEMNIST CNN training time per batch (batch size 10, FLASH's femnist configs).
 MEASURED_MS_PER_BATCH = {"Google Nexus S": 1642.0, "Xiaomi Redmi Note 7 Pro": 588.0, "Google Pixel 4": 179.0}
+MEASURED_STD_MS = {"Google Nexus S": 99.5, "Xiaomi Redmi Note 7 Pro": 23.9, "Google Pixel 4": 2.3}
 MEASURED_BATCH_SIZE = 10
 UNKNOWN_DEVICE_WEIGHTS = {"Google Nexus S": 18820, "Xiaomi Redmi Note 7 Pro": 16428, "Google Pixel 4": 159}
 
@@ -54,7 +60,7 @@ BANDWIDTH_AR_CORRELATION = 0.9
 BANDWIDTH_AR_STD = 0.3
 
 DEVICE_TABLE_COLUMNS = (
-    "device", "soc", "year", "ai_score", "femnist_ms_per_batch", "train_ms_per_sample", "time_source",
+    "device", "soc", "year", "ai_score", "femnist_ms_per_batch", "train_ms_per_sample", "time_cv", "time_source",
     "trace_codes", "population_weight",
 )
 SOURCES = {
@@ -68,6 +74,11 @@ SOURCES = {
         "log-normal); spread from Ookla's 2018 US consistency score (20 % of tests below 5 Mbps down)"
     ),
     "upload_kbps": "Ookla, US mobile means H1 2018: upload 8.63 Mbps / download 27.33 Mbps (ratio applied to download)",
+    "compute_factor": (
+        "FLASH device_util.py: per-batch std / mean of the measured device nearest in log AI_Score "
+        "(6.1 %, 4.1 %, 1.3 %), drawn independently per round"
+    ),
+    "availability": "none in the sources: every client is always online",
 }
 
 
@@ -121,10 +132,12 @@ def derive_device_table(sources_dir: str | Path) -> list[dict]:
         code_counts[device] = code_counts.get(device, 0) + 1
     unknown = code_counts.pop("unknown", 0)
     total_unknown_weight = sum(UNKNOWN_DEVICE_WEIGHTS.values())
+    measured_scores = {d: math.log(scores[d]) for d in MEASURED_MS_PER_BATCH}
     rows = []
     for device in sorted(scores):
         measured = MEASURED_MS_PER_BATCH.get(device)
         ms_per_batch = measured if measured is not None else a * scores[device] ** b
+        nearest = min(measured_scores, key=lambda d: abs(measured_scores[d] - math.log(scores[device])))
         weight = code_counts.get(device, 0) + unknown * UNKNOWN_DEVICE_WEIGHTS.get(device, 0) / total_unknown_weight
         rows.append({
             "device": device.strip(),
@@ -133,6 +146,7 @@ def derive_device_table(sources_dir: str | Path) -> list[dict]:
             "ai_score": int(scores[device]),
             "femnist_ms_per_batch": round(ms_per_batch, 3),
             "train_ms_per_sample": round(ms_per_batch / MEASURED_BATCH_SIZE, 4),
+            "time_cv": round(MEASURED_STD_MS[nearest] / MEASURED_MS_PER_BATCH[nearest], 4),
             "time_source": "measured" if measured is not None else f"fit a*score^b, a={a:.2f}, b={b:.4f}",
             "trace_codes": code_counts.get(device, 0),
             "population_weight": round(weight, 4),
@@ -154,17 +168,18 @@ def read_device_table(path: str | Path) -> list[dict]:
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     for row in rows:
-        row["train_ms_per_sample"] = float(row["train_ms_per_sample"])
-        row["population_weight"] = float(row["population_weight"])
+        for column in ("train_ms_per_sample", "time_cv", "population_weight"):
+            row[column] = float(row[column])
     return rows
 
 
 def generate_trace(devices: list[dict], num_clients: int = 100, num_rounds: int = 100, seed: int = 0) -> dict:
-    """Generate a trace document: each client gets a device (drawn by population weight) and a
-    per-round upload and download bandwidth series (see the module docstring for the model).
+    """Generate a trace document: each client gets a device (drawn by population weight), a per-round
+    compute factor (normal with the device's measured coefficient of variation, clipped to [0.5, 2])
+    and per-round upload and download bandwidth series (see the module docstring for the model).
 
     Returns:
-        A ``fedenv-trace`` version-1 document (see :mod:`fedenv.traces`).
+        A ``fedenv-trace`` document (see :mod:`fedenv.traces`).
     """
     rng = np.random.default_rng(seed)
     weights = np.array([row["population_weight"] for row in devices])
@@ -180,10 +195,12 @@ def generate_trace(devices: list[dict], num_clients: int = 100, num_rounds: int 
             log_factor[t] = BANDWIDTH_AR_CORRELATION * log_factor[t - 1] + innovation_std * rng.standard_normal()
         download = np.maximum(median * np.exp(log_factor), 1.0)
         upload = np.maximum(download * UPLOAD_TO_DOWNLOAD, 1.0)
+        compute = np.clip(1.0 + devices[pick]["time_cv"] * rng.standard_normal(num_rounds), 0.5, 2.0)
         clients.append({
             "client": client,
             "device": devices[pick]["device"],
             "train_ms_per_sample": devices[pick]["train_ms_per_sample"],
+            "compute_factor": [round(float(v), 3) for v in compute],
             "upload_kbps": [round(float(v), 1) for v in upload],
             "download_kbps": [round(float(v), 1) for v in download],
         })
