@@ -19,7 +19,7 @@ from fedenv.cli import add_dataclass_arguments, env_config_from_args, parse_with
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise, write_results
 from fedenv.observation import feature_names
-from fedenv.policies import FIXED_POLICIES, make_policy
+from fedenv.policies import DEFAULT_SELECT_FRACTION, POLICY_NAMES, make_policy
 
 FIRST_EVAL_SEED = 1000
 
@@ -28,8 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default=None, help="checkpoint.pt of train_agents.py (adds policy vdn)")
     parser.add_argument("--policies", default=None,
-                        help=f"comma-separated; allowed: {', '.join(FIXED_POLICIES)}, vdn "
+                        help=f"comma-separated, or 'all'; allowed: {', '.join(POLICY_NAMES)}, vdn "
                              "(default: fedavg,random and vdn when --checkpoint is given)")
+    parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION,
+                        help="m / candidates for fedcm-ucb, fedcm-ts, oort and fastest (default: %(default)s, "
+                             "FedCM's largest sampling ratio)")
     parser.add_argument("--episodes", type=int, default=5, help="episodes per policy (default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="explicit seeds (overrides --episodes)")
     parser.add_argument("--out", default=None, help="output folder (default: results/<timestamp>)")
@@ -52,8 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
         base = policy.env_config
-    names = args.policies.split(",") if args.policies else ["fedavg", "random"] + (["vdn"] if policy else [])
-    allowed = list(FIXED_POLICIES) + ["vdn"]
+    if args.policies == "all":
+        names = list(POLICY_NAMES) + (["vdn"] if policy else [])
+    else:
+        names = args.policies.split(",") if args.policies else ["fedavg", "random"] + (["vdn"] if policy else [])
+    allowed = list(POLICY_NAMES) + ["vdn"]
     for name in names:
         if name not in allowed:
             parser.error(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
@@ -61,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("policy vdn needs --checkpoint PATH")
     if args.episodes < 1:
         parser.error(f"--episodes={args.episodes} must be >= 1")
+    if not 0.0 < args.select_fraction <= 1.0:
+        parser.error(f"--select-fraction={args.select_fraction} must be in (0, 1]")
     try:
         env_config = env_config_from_args(args, base)
     except ValueError as error:
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             policy.check_layout(feature_names(env_config.history_length))
         except ValueError as error:
             parser.error(str(error))
-    policies = [policy if name == "vdn" else make_policy(name) for name in names]
+    policies = [policy if name == "vdn" else make_policy(name, args.select_fraction) for name in names]
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     try:
         records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)

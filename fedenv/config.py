@@ -10,12 +10,11 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
+from fedenv.aggregators import AGGREGATIONS, FEDCA_SCORES
 from fedenv.data import DATASETS, PARTITIONERS
 from fedenv.models import MODELS
 from fedenv.reward import UTILITIES
 from fedenv.traces import TRACE_MODES
-
-AGGREGATIONS = ("fedavg",)
 
 
 @dataclass
@@ -25,13 +24,15 @@ class EnvConfig:
     Federation: ``dataset`` (``mnist5k`` embedded, ``mnist``, ``fashion-mnist``), ``data_root``
     (torchvision-layout folder), ``download``; ``partition`` (``fedmarl``, ``dirichlet``, ``iid``) with
     ``dominant_fraction`` (fedmarl, FedMarl's 0.8), ``size_exponent`` (fedmarl power law, our default
-    0.5), ``dirichlet_alpha`` and ``min_client_size``; ``val_fraction`` of the training set held out as
+    0.5), ``dirichlet_alpha`` and ``min_client_size``; ``xclass`` (FedAdp's setting) with
+    ``xclass_classes`` x, ``xclass_noniid_clients`` and ``xclass_samples`` per client; ``val_fraction`` of the training set held out as
     the server's validation split (our default 0.1).
 
     Training: ``model`` (``mlp``, ``lenet5``), ``num_clients`` K, ``clients_per_round`` (candidates per
     round), ``num_rounds`` T, ``local_epochs`` E (the first is the probing epoch), ``batch_size``,
-    ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``, ``aggregation``; ``device`` (``auto``,
-    ``cpu``, ``cuda``).
+    ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``; ``aggregation`` (``fedavg``, ``fedpdp``,
+    ``fedca``, ``fedadp``; :mod:`fedenv.aggregators`) with ``fedca_score`` (``acc`` or ``ce``, our
+    default) and ``fedadp_alpha`` (5); ``device`` (``auto``, ``cpu``, ``cuda``).
 
     Traces: ``trace``, a shipped trace name or a trace file path; ``trace_mode`` ``replay`` (per-round
     bandwidth and compute as the trace says) or ``static`` (each client's median bandwidth, compute
@@ -53,6 +54,9 @@ class EnvConfig:
     size_exponent: float = 0.5
     dirichlet_alpha: float = 0.5
     min_client_size: int = 10
+    xclass_classes: int = 1
+    xclass_noniid_clients: int = 5
+    xclass_samples: int = 600
     val_fraction: float = 0.1
     model: str = "mlp"
     num_clients: int = 10
@@ -65,6 +69,8 @@ class EnvConfig:
     weight_decay: float = 0.0
     fedprox_mu: float = 0.0
     aggregation: str = "fedavg"
+    fedca_score: str = "ce"
+    fedadp_alpha: float = 5.0
     trace: str = "default"
     trace_mode: str = "replay"
     round_deadline_s: float | None = None
@@ -80,13 +86,13 @@ class EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
         choices = {
             "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS,
-            "utility": UTILITIES, "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES,
+            "utility": UTILITIES, "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
         for name in ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size",
-                     "history_length", "min_client_size"):
+                     "history_length", "min_client_size", "xclass_classes", "xclass_samples"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be an integer >= 1")
@@ -101,7 +107,7 @@ class EnvConfig:
             value = getattr(self, name)
             if not low <= value <= high:
                 raise ValueError(f"{name}={value!r} must be in [{low}, {high}]")
-        for name in ("lr", "dirichlet_alpha"):
+        for name in ("lr", "dirichlet_alpha", "fedadp_alpha"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):

@@ -17,8 +17,8 @@ set's mean and standard deviation; labels as int64 tensors of shape ``(N,)``.
 Partitioners
 ------------
 Each partitioner maps the labels of the client pool to one index array per client (indices into the
-pool). ``fedmarl`` (our default), ``dirichlet`` (Yurochkin et al., ICML 2019) and ``iid``; see their
-docstrings. The server's validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
+pool). ``fedmarl`` (our default), ``dirichlet`` (Yurochkin et al., ICML 2019), ``iid`` and ``xclass``
+(FedAdp's x-class non-IID setting); see their docstrings. The server's validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
 the training set before partitioning, by :func:`split_validation`.
 """
 
@@ -365,14 +365,18 @@ def partition_fedmarl(
                 available,
                 classes,
             )
-    pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in classes]
+    return _draw_shards(labels, classes, counts, rng)
+
+
+def _draw_shards(labels: np.ndarray, classes: np.ndarray, counts: np.ndarray, rng) -> list[np.ndarray]:
+    """Draw ``counts[k, c]`` distinct samples of class ``classes[c]`` for each client k."""
+    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in classes]
+    starts = np.zeros(len(classes), dtype=np.int64)
     shards = []
     for row in counts:
-        shard = []
-        for c, k in enumerate(row):
-            shard.extend(pools[c][:k])
-            del pools[c][:k]
-        shards.append(np.sort(np.asarray(shard, dtype=np.int64)))
+        parts = [pools[c][starts[c] : starts[c] + k] for c, k in enumerate(row)]
+        starts += row
+        shards.append(np.sort(np.concatenate(parts).astype(np.int64)))
     return shards
 
 
@@ -432,4 +436,43 @@ def _check_num_clients(num_clients: int, n: int, min_size: int) -> None:
         )
 
 
-PARTITIONERS = {"fedmarl": partition_fedmarl, "dirichlet": partition_dirichlet, "iid": partition_iid}
+def partition_xclass(
+    labels: np.ndarray,
+    num_clients: int,
+    rng: np.random.Generator,
+    classes_per_client: int = 1,
+    noniid_clients: int = 5,
+    samples_per_client: int = 600,
+) -> list[np.ndarray]:
+    """FedAdp's x-class non-IID setting (Wu and Wang, arXiv 2012.00661, Sec. III): every client gets
+    ``samples_per_client`` samples; ``noniid_clients`` of them draw theirs from ``classes_per_client``
+    (x) randomly chosen classes (classes may repeat across clients), the others from the whole set.
+    Samples are drawn without replacement across clients.
+
+    Raises:
+        ValueError: before any index is drawn, when the draw needs more samples of a class than the
+            pool holds (names the class and the shortfall), or on invalid arguments.
+    """
+    classes = np.unique(labels)
+    if not 1 <= classes_per_client <= len(classes):
+        raise ValueError(f"classes_per_client={classes_per_client} must be in [1, {len(classes)}]")
+    if not 0 <= noniid_clients <= num_clients:
+        raise ValueError(f"noniid_clients={noniid_clients} must be in [0, num_clients={num_clients}]")
+    _check_num_clients(num_clients, len(labels), samples_per_client)
+    available = np.array([(labels == c).sum() for c in classes])
+    noniid = set(rng.choice(num_clients, noniid_clients, replace=False).tolist())
+    counts = np.zeros((num_clients, len(classes)), dtype=np.int64)
+    share = available / available.sum()
+    for client in range(num_clients):
+        if client in noniid:
+            chosen = rng.choice(len(classes), classes_per_client, replace=False)
+            counts[client, chosen] = rng.multinomial(samples_per_client, np.full(classes_per_client, 1 / classes_per_client))
+        else:
+            counts[client] = rng.multinomial(samples_per_client, share)
+    _check_class_budget(counts, available, classes)
+    return _draw_shards(labels, classes, counts, rng)
+
+
+PARTITIONERS = {
+    "fedmarl": partition_fedmarl, "dirichlet": partition_dirichlet, "iid": partition_iid, "xclass": partition_xclass,
+}

@@ -23,15 +23,16 @@ from gymnasium import spaces
 
 from fedenv.config import EnvConfig
 from fedenv.data import PARTITIONERS, load_dataset, split_validation
-from fedenv.federation import Federation, LocalTrainingConfig, resolve_device
+from fedenv.federation import AggregationConfig, Federation, LocalTrainingConfig, resolve_device
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import round_latency_s, team_reward
 from fedenv.traces import TraceReplay, load_trace
 
 INFO_KEYS = (
-    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "online",
-    "idle", "probe_loss", "data_size", "wall_clock_s",
+    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "kept",
+    "aggregation_weight", "online", "idle", "probe_loss", "probe_loss_sq", "probe_latency_s", "upload_latency_s",
+    "data_size", "wall_clock_s",
 )
 
 
@@ -52,10 +53,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
     the round just played; 0 at reset), ``candidate`` (a candidate of the coming round), ``online``
     (online when the coming round started), ``selected`` (chose to upload in the round just played),
     ``dropped`` (selected, but missed ``round_deadline_s``: a straggler, not aggregated), ``excluded``
-    (uploaded, but left out of aggregation because its model was not finite), ``idle`` (nobody was
+    (uploaded, but left out of aggregation because its model was not finite), ``kept`` and
+    ``aggregation_weight`` (the upload was aggregated, with this weight: FedCA reports its ``S_opt``
+    here), ``idle`` (nobody was
     online: the round only advanced the clock to the next time a client comes online),
-    ``probe_loss`` (latest probing loss, nats), ``data_size`` (samples) and ``wall_clock_s``
-    (simulated time so far).
+    ``probe_loss`` and ``probe_loss_sq`` (mean and mean square of the per-sample training losses of
+    the client's latest probing epoch, nats), ``probe_latency_s`` and ``upload_latency_s`` (latest
+    observed), ``data_size`` (samples) and ``wall_clock_s`` (simulated time so far).
 
     Availability and deadlines (DESIGN.md section 6; FedScale's straggler handling): candidates are
     drawn among the clients the trace marks online at the round's start (all of them if fewer are
@@ -95,6 +99,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.reference_latency_s = self._reference_latency_s()
         self.reward_weights = (cfg.accuracy_weight, cfg.latency_weight, cfg.comm_weight)
         self.local_config = LocalTrainingConfig(cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.fedprox_mu)
+        self.aggregation_config = AggregationConfig(cfg.aggregation, cfg.fedca_score, cfg.fedadp_alpha)
 
         self.possible_agents = [f"client_{i}" for i in range(cfg.num_clients)]
         self.agents: list[str] = []
@@ -140,7 +145,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._batch_entropy = streams[3].entropy
         self.client_indices, self.validation_indices = self._partition(partition_rng)
         model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
-        self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device)
+        self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device,
+                                     self.aggregation_config, self.validation_indices)
         self.data_size = np.array([len(i) for i in self.client_indices])
         self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
                                   cfg.trace_mode)
@@ -154,6 +160,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._selected = np.zeros(k, dtype=bool)
         self._excluded = np.zeros(k, dtype=bool)
         self._dropped = np.zeros(k, dtype=bool)
+        self._kept = np.zeros(k, dtype=bool)
+        self._weight = np.zeros(k)
+        self._probe_loss_sq = np.zeros(k)
         self.round = 0
         self.wall_clock_s = 0.0
         self.accuracy, _ = self.federation.evaluate()
@@ -196,14 +205,15 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             on_time = np.max(self._probe_s) + rest_s + upload_s <= cfg.round_deadline_s
             latency_s = min(latency_s, cfg.round_deadline_s)
         completed = selected[on_time]
-        aggregated = completed
+        usable, kept, weights = completed, completed, np.zeros(0)
         if len(completed):
             start = self._probe_result.rows(picked[on_time])
             result = (
                 self.federation.local_train(completed, cfg.local_epochs - 1, self._generators(completed, phase=1), start)
                 if cfg.local_epochs > 1 else start
             )
-            aggregated = self.federation.aggregate_fedavg(completed, result)
+            outcome = self.federation.aggregate(completed, result)
+            usable, kept, weights = completed[outcome.usable_rows], completed[outcome.kept_rows], outcome.weights
         comm_mb = self.upload_mb * len(completed)
         previous = self.accuracy
         self.accuracy, _ = self.federation.evaluate()
@@ -218,7 +228,11 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._dropped[completed] = False
         self._excluded = np.zeros(cfg.num_clients, dtype=bool)
         self._excluded[completed] = True
-        self._excluded[aggregated] = False
+        self._excluded[usable] = False
+        self._weight = np.zeros(cfg.num_clients)
+        self._weight[kept] = weights
+        self._kept = np.zeros(cfg.num_clients, dtype=bool)
+        self._kept[kept] = True
         self.round += 1
         self.wall_clock_s += latency_s
         terminated = cfg.target_accuracy is not None and self.accuracy >= cfg.target_accuracy
@@ -261,6 +275,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
                       "min_size": cfg.min_client_size}
         elif cfg.partition == "dirichlet":
             kwargs = {"alpha": cfg.dirichlet_alpha, "min_size": cfg.min_client_size}
+        elif cfg.partition == "xclass":
+            kwargs = {"classes_per_client": cfg.xclass_classes, "noniid_clients": cfg.xclass_noniid_clients,
+                      "samples_per_client": cfg.xclass_samples}
         else:
             kwargs = {}
         shards = PARTITIONERS[cfg.partition](labels, cfg.num_clients, rng, **kwargs)
@@ -285,8 +302,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._probe_result = self.federation.local_train(
             self._candidates, 1, self._generators(self._candidates, phase=0)
         )
-        losses = (self._probe_result.loss_sum / self._probe_result.samples).cpu().numpy()
-        self._probe_loss[self._candidates] = losses
+        samples = self._probe_result.samples.to(self._probe_result.loss_sum.device)
+        self._probe_loss[self._candidates] = (self._probe_result.loss_sum / samples).cpu().numpy()
+        self._probe_loss_sq[self._candidates] = (self._probe_result.loss_sq_sum / samples).cpu().numpy()
         _, download_kbps = self.replay.bandwidth_kbps(self.round)
         self._probe_s = self.replay.transfer_s(download_kbps[self._candidates]) + self.replay.compute_s(
             self._candidates, self.data_size[self._candidates], self.round
@@ -356,9 +374,14 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
                 "selected": bool(self._selected[i]),
                 "dropped": bool(self._dropped[i]),
                 "excluded": bool(self._excluded[i]),
+                "kept": bool(self._kept[i]),
+                "aggregation_weight": float(self._weight[i]),
                 "online": bool(self._online[i]),
                 "idle": idle,
                 "probe_loss": float(self._probe_loss[i]),
+                "probe_loss_sq": float(self._probe_loss_sq[i]),
+                "probe_latency_s": float(self._probe_hist[i, 0]),
+                "upload_latency_s": float(self._upload_hist[i, 0]),
                 "data_size": int(self.data_size[i]),
                 "wall_clock_s": float(self.wall_clock_s),
             }

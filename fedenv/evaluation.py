@@ -109,30 +109,29 @@ def format_table(rows: list[dict]) -> str:
 
 def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]], env_config: EnvConfig) -> dict[str, Path]:
     """Write ``results.csv`` (one row per policy and episode), ``results.json`` (summary, per-episode
-    metrics, round-by-round records and the env config) and ``accuracy_vs_time.png``, each atomically.
+    metrics, round-by-round records and the env config) and three plots, each atomically.
 
     Returns:
         ``kind -> path`` of the written files.
     """
     out_dir = Path(out_dir)
     per_episode = per_episode_metrics(records)
-    summary = summarise(per_episode)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=["policy", "seed", *METRICS], lineterminator="\n")
     writer.writeheader()
     for name, episodes in per_episode.items():
         for episode in episodes:
             writer.writerow({"policy": name, **episode})
-    paths = {"csv": out_dir / "results.csv", "json": out_dir / "results.json", "plot": out_dir / "accuracy_vs_time.png"}
+    paths = {"csv": out_dir / "results.csv", "json": out_dir / "results.json"}
     atomic_write_text(paths["csv"], text.getvalue())
     document = {
         "env_config": env_config.to_dict(),
-        "summary": summary,
+        "summary": summarise(per_episode),
         "episodes": per_episode,
         "records": {name: [r.to_dict() for r in episodes] for name, episodes in records.items()},
     }
     atomic_write_text(paths["json"], json.dumps(_json_safe(document), indent=1))
-    plot_accuracy_vs_time(records, paths["plot"])
+    paths.update(plot_results(records, out_dir))
     return paths
 
 
@@ -147,31 +146,55 @@ def _json_safe(value):
     return value
 
 
-def plot_accuracy_vs_time(records: dict[str, list[EpisodeRecord]], path: str | Path) -> None:
-    """Test accuracy against simulated wall-clock time, one line per policy: the mean over seeds (accuracy
-    held between rounds) with a min-max band, drawn while every seed's episode is still running; a dot
-    marks each seed's final accuracy at the time its episode ended."""
+def _band(ax, x, curves, label):
+    line, = ax.plot(x, curves.mean(axis=0), label=label)
+    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=line.get_color(), alpha=0.15)
+    return line
+
+
+def plot_results(records: dict[str, list[EpisodeRecord]], out_dir: str | Path) -> dict[str, Path]:
+    """Three PNGs, one line per policy (mean over seeds) with a min-max band over seeds:
+    ``accuracy_vs_round.png``, ``accuracy_vs_time.png`` (simulated wall-clock time; the mean is drawn
+    while every seed's episode runs, a dot marks each seed's end) and ``upload_vs_round.png``
+    (cumulative MB uploaded)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, episodes in records.items():
-        ends = np.array([r.wall_clock_s[-1] for r in episodes])
-        grid = np.linspace(0.0, ends.min(), 300)
-        curves = np.stack([
-            np.asarray(r.accuracy)[np.searchsorted(r.wall_clock_s, grid, side="right") - 1] for r in episodes
-        ])
-        line, = ax.plot(grid, curves.mean(axis=0), label=name)
-        ax.fill_between(grid, curves.min(axis=0), curves.max(axis=0), color=line.get_color(), alpha=0.15)
-        ax.scatter(ends, [r.final_accuracy for r in episodes], color=line.get_color(), s=14, zorder=3)
-    ax.set_xscale("symlog", linthresh=10.0)
-    ax.set_xlabel("simulated wall-clock time (s, log scale above 10 s)")
-    ax.set_ylabel("test accuracy")
-    ax.set_title(f"accuracy vs time ({len(next(iter(records.values())))} seeds; band: min-max; dots: episode ends)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=120))
-    plt.close(fig)
+    out_dir = Path(out_dir)
+    seeds = len(next(iter(records.values())))
+    paths = {}
+    for kind, ylabel in (("accuracy_vs_round", "test accuracy"), ("accuracy_vs_time", "test accuracy"),
+                         ("upload_vs_round", "cumulative upload (MB)")):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for name, episodes in records.items():
+            if kind == "accuracy_vs_round":
+                length = min(len(r.accuracy) for r in episodes)
+                _band(ax, np.arange(length), np.stack([r.accuracy[:length] for r in episodes]), name)
+            elif kind == "upload_vs_round":
+                length = min(len(r.comm_mb) for r in episodes)
+                curves = np.stack([np.concatenate([[0.0], np.cumsum(r.comm_mb[:length])]) for r in episodes])
+                _band(ax, np.arange(length + 1), curves, name)
+            else:
+                ends = np.array([r.wall_clock_s[-1] for r in episodes])
+                grid = np.linspace(0.0, ends.min(), 300)
+                curves = np.stack([
+                    np.asarray(r.accuracy)[np.searchsorted(r.wall_clock_s, grid, side="right") - 1] for r in episodes
+                ])
+                line = _band(ax, grid, curves, name)
+                ax.scatter(ends, [r.final_accuracy for r in episodes], color=line.get_color(), s=14, zorder=3)
+        if kind == "accuracy_vs_time":
+            ax.set_xscale("symlog", linthresh=10.0)
+            ax.set_xlabel("simulated wall-clock time (s, log scale above 10 s); dots: episode ends")
+        else:
+            ax.set_xlabel("FL round")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{ylabel} ({seeds} seeds; band: min-max over seeds)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        paths[kind] = out_dir / f"{kind}.png"
+        atomic_write(paths[kind], lambda handle: fig.savefig(handle, format="png", dpi=120))
+        plt.close(fig)
+    return paths

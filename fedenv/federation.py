@@ -22,7 +22,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from fedenv.aggregators import fedavg_weights, weighted_average
+from fedenv.aggregators import (
+    AggregationResult, fedadp_weights, fedavg_weights, fedca_subset, fedpdp_weights, weighted_average, weighted_sum,
+)
 from fedenv.data import Dataset
 from fedenv.models import MLP
 
@@ -46,6 +48,22 @@ class LocalTrainingConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     fedprox_mu: float = 0.0
+
+
+@dataclass(frozen=True)
+class AggregationConfig:
+    """Server-side aggregation (see :mod:`fedenv.aggregators`).
+
+    Attributes:
+        rule: one of ``fedavg``, ``fedpdp``, ``fedca``, ``fedadp``.
+        fedca_score: FedCA's validation score, ``acc`` (Dirac delta) or ``ce`` (classification loss;
+            the paper found it generalise better, our default).
+        fedadp_alpha: FedAdp's Gompertz constant (the paper's best, 5).
+    """
+
+    rule: str = "fedavg"
+    fedca_score: str = "ce"
+    fedadp_alpha: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -110,12 +128,14 @@ class TrainResult:
         momentum: ``name -> (K, *shape)`` SGD momentum buffers.
         loss_sum: ``(K,)`` sum over the visited samples of the training cross-entropy, each computed
             with the weights before that sample's step.
+        loss_sq_sum: ``(K,)`` the same sum of squared cross-entropies (Oort's statistical utility).
         samples: ``(K,)`` number of samples visited.
     """
 
     params: dict[str, torch.Tensor]
     momentum: dict[str, torch.Tensor]
     loss_sum: torch.Tensor
+    loss_sq_sum: torch.Tensor
     samples: torch.Tensor
 
     def finite(self) -> torch.Tensor:
@@ -130,22 +150,23 @@ class TrainResult:
         """The clients at positions ``rows`` (a list or int tensor), in that order."""
         rows = torch.as_tensor(rows, dtype=torch.int64)
         pick = lambda d: {k: v[rows.to(v.device)] for k, v in d.items()}  # noqa: E731
-        return TrainResult(pick(self.params), pick(self.momentum), self.loss_sum[rows], self.samples[rows])
+        return TrainResult(pick(self.params), pick(self.momentum), self.loss_sum[rows], self.loss_sq_sum[rows],
+                           self.samples[rows])
 
 
 def _batch_loss(model, params, x, y, valid):
     logits = functional_call(model, params, (x,))
     ce = F.cross_entropy(logits, y, reduction="none") * valid
-    return ce.sum() / valid.sum().clamp(min=1), ce.sum()
+    return ce.sum() / valid.sum().clamp(min=1), ce
 
 
 def vmap_grad_fn(model: nn.Module):
     """General path: ``torch.func.vmap(grad(loss))`` over the client dimension.
 
     Returns:
-        ``f(params, x, y, valid) -> (grads, loss_sum)`` with ``params``/``grads`` ``name -> (K, *shape)``,
-        ``x`` ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, ``loss_sum`` ``(K,)`` (masked
-        sum of the batch's cross-entropies). The gradient is that of each client's mean batch loss.
+        ``f(params, x, y, valid) -> (grads, ce)`` with ``params``/``grads`` ``name -> (K, *shape)``,
+        ``x`` ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, ``ce`` ``(K, B)`` the per-sample
+        cross-entropies (0 where padded). The gradient is that of each client's mean batch loss.
     """
     return vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
 
@@ -178,7 +199,7 @@ def mlp_grad_fn(model: MLP):
             grads[bias] = g.sum(dim=1)
             if i:
                 g = torch.bmm(g, params[w]) * (pre[i - 1] > 0)
-        return grads, ce.sum(dim=1)
+        return grads, ce
 
     return f
 
@@ -221,11 +242,14 @@ def train_batched(
     momentum = {name: b.clone() for name, b in momentum.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
+    loss_sq_sum = torch.zeros(k, device=device, dtype=torch.float64)
     index, valid = schedule.index.to(device), schedule.valid.to(device)
     everyone_active = schedule.valid.any(dim=2).all(dim=1).tolist()
     for step in range(index.shape[0]):
-        grads, losses = per_client_grad(params, x[index[step]], y[index[step]], valid[step].to(x.dtype))
-        loss_sum += losses.double()
+        grads, ce = per_client_grad(params, x[index[step]], y[index[step]], valid[step].to(x.dtype))
+        ce = ce.double()
+        loss_sum += ce.sum(dim=1)
+        loss_sq_sum += (ce * ce).sum(dim=1)
         active = None if everyone_active[step] else valid[step].any(dim=1)
         for name, p in params.items():
             g = grads[name]
@@ -242,7 +266,7 @@ def train_batched(
                 p.add_(g, alpha=-config.lr)
             else:
                 p.addcmul_(g, mask.to(p.dtype), value=-config.lr)
-    return TrainResult(params, momentum, loss_sum, valid.sum(dim=(0, 2)).cpu().double())
+    return TrainResult(params, momentum, loss_sum, loss_sq_sum, valid.sum(dim=(0, 2)).cpu().double())
 
 
 def train_reference(
@@ -261,6 +285,7 @@ def train_reference(
     out_momentum = {name: torch.empty_like(p) for name, p in params.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, dtype=torch.float64)
+    loss_sq_sum = torch.zeros(k, dtype=torch.float64)
     for client in range(k):
         local = copy.deepcopy(model)
         with torch.no_grad():
@@ -286,12 +311,14 @@ def train_reference(
             loss.backward()
             optimizer.step()
             loss_sum[client] += ce.detach().sum().double().cpu()
+            loss_sq_sum[client] += (ce.detach().double() ** 2).sum().cpu()
         for name, p in local.named_parameters():
             out_params[name][client] = p.detach()
             out_momentum[name][client] = (
                 optimizer.state[p]["momentum_buffer"] if config.momentum else torch.zeros_like(p)
             )
-    return TrainResult(out_params, out_momentum, loss_sum.to(x.device), schedule.valid.sum(dim=(0, 2)).double())
+    return TrainResult(out_params, out_momentum, loss_sum.to(x.device), loss_sq_sum.to(x.device),
+                       schedule.valid.sum(dim=(0, 2)).double())
 
 
 def resolve_device(device: str) -> torch.device:
@@ -320,6 +347,8 @@ class Federation:
         client_indices: one int array of training-set indices per client.
         config: local optimiser settings.
         device: where data and models live.
+        aggregation: the aggregation rule and its settings.
+        validation_indices: training-set indices of the server's validation split (FedCA).
     """
 
     def __init__(
@@ -329,6 +358,8 @@ class Federation:
         client_indices: list[np.ndarray],
         config: LocalTrainingConfig,
         device: torch.device,
+        aggregation: AggregationConfig = AggregationConfig(),
+        validation_indices: np.ndarray = (),
     ):
         self.model = model.to(device)
         self.config = config
@@ -338,8 +369,15 @@ class Federation:
         self.test_x = dataset.test_x.to(device)
         self.test_y = dataset.test_y.to(device)
         self.client_indices = [np.asarray(i) for i in client_indices]
-        self.data_sizes = torch.tensor([len(i) for i in self.client_indices], dtype=torch.float64)
+        self.data_sizes = np.array([len(i) for i in self.client_indices], dtype=np.float64)
         self.global_params = {name: p.detach().clone() for name, p in self.model.named_parameters()}
+        self.aggregation = aggregation
+        validation = torch.as_tensor(np.asarray(validation_indices, dtype=np.int64), device=device)
+        self.validation_x, self.validation_y = self.train_x[validation], self.train_y[validation]
+        if aggregation.rule == "fedca" and len(validation) == 0:
+            raise ValueError("aggregation='fedca' needs a server validation split: set val_fraction > 0")
+        self.smoothed_angle = np.zeros(len(self.client_indices))
+        self.participations = np.zeros(len(self.client_indices), dtype=np.int64)
 
     def local_train(
         self,
@@ -368,21 +406,52 @@ class Federation:
             self.model, params, momentum, self.global_params, self.train_x, self.train_y, schedule, self.config
         )
 
-    def aggregate_fedavg(self, clients: np.ndarray, result: TrainResult) -> np.ndarray:
-        """Replace the global model by the FedAvg of ``result`` (rows = ``clients``).
+    def aggregate(self, clients: np.ndarray, result: TrainResult) -> AggregationResult:
+        """Replace the global model by the configured rule's aggregate of ``result`` (rows = ``clients``).
 
-        Uploads holding a non-finite value (diverged local training) are left out; with no usable
-        upload the global model is unchanged.
+        Uploads holding a non-finite value (diverged local training) are left out first; with no usable
+        upload the global model is unchanged. See :mod:`fedenv.aggregators` for the rules.
 
         Returns:
-            The ids of the clients whose uploads were aggregated.
+            The rule's :class:`~fedenv.aggregators.AggregationResult` (rows refer to ``clients``).
         """
-        usable = result.finite().cpu().numpy()
-        kept = np.asarray(clients, dtype=np.int64)[usable]
-        if len(kept):
-            rows = result.rows(np.flatnonzero(usable))
-            self.global_params = weighted_average(rows.params, fedavg_weights(self.data_sizes[kept]))
-        return kept
+        clients = np.asarray(clients, dtype=np.int64)
+        usable = np.flatnonzero(result.finite().cpu().numpy())
+        if len(usable) == 0:
+            return AggregationResult(self.global_params, np.zeros(0, dtype=np.int64), np.zeros(0), usable)
+        stacked = result.rows(usable).params
+        ids = clients[usable]
+        rule = self.aggregation.rule
+        if rule == "fedavg":
+            kept, weights = np.arange(len(ids)), fedavg_weights(self.data_sizes[ids])
+            self.global_params = weighted_average(stacked, weights)
+        elif rule == "fedadp":
+            local = torch.cat([v.reshape(len(ids), -1) for v in stacked.values()], dim=1)
+            anchor = torch.cat([v.reshape(1, -1) for v in self.global_params.values()], dim=1)
+            updates = (local - anchor).double().cpu().numpy()
+            kept = np.arange(len(ids))
+            weights, smoothed = fedadp_weights(updates, self.data_sizes[ids], self.smoothed_angle[ids],
+                                               self.participations[ids], self.aggregation.fedadp_alpha)
+            self.smoothed_angle[ids] = smoothed
+            self.participations[ids] += 1
+            self.global_params = weighted_average(stacked, weights)
+        else:
+            kept = np.arange(len(ids))
+            if rule == "fedca":
+                logits = self.logits(stacked, self.validation_x)
+                kept = fedca_subset(logits, self.validation_y, self.aggregation.fedca_score)
+            weights = fedpdp_weights(self.data_sizes[ids[kept]], self.data_sizes.sum(), len(self.client_indices))
+            self.global_params = weighted_sum({n: v[torch.as_tensor(kept, device=v.device)] for n, v in stacked.items()},
+                                              weights)
+        return AggregationResult(self.global_params, usable[kept], weights, usable)
+
+    @torch.no_grad()
+    def logits(self, stacked: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        """``(K, N, C)`` logits of each stacked model on inputs ``x`` ``(N, *input_shape)``."""
+        return torch.stack([
+            functional_call(self.model, {n: v[i] for n, v in stacked.items()}, (x,))
+            for i in range(next(iter(stacked.values())).shape[0])
+        ])
 
     @torch.no_grad()
     def evaluate(self, chunk: int = 4096) -> tuple[float, float]:

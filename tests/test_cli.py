@@ -66,7 +66,21 @@ def test_evaluate_with_checkpoint_prints_table_and_writes_files(trained_run, tmp
     document = json.loads((out / "results.json").read_text())
     assert [row["policy"] for row in document["summary"]] == ["fedavg", "random", "vdn"]
     assert document["env_config"]["num_clients"] == 3  # rebuilt from the checkpoint
-    assert (out / "accuracy_vs_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for plot in ("accuracy_vs_round", "accuracy_vs_time", "upload_vs_round"):
+        assert (out / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_all_policies_next_to_the_learned_one(trained_run, tmp_path, capsys):
+    run_dir, _ = trained_run
+    out = tmp_path / "all"
+    assert evaluate.main(["--checkpoint", str(run_dir / "checkpoint.pt"), "--policies", "all", "--episodes", "1",
+                          "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    expected = ["fedavg", "random", "fedprox", "fedca", "fedcm-ucb", "fedcm-ts", "fedadp", "oort", "fastest", "vdn"]
+    rows = [line.split()[0] for line in printed[printed.index("policy "):].splitlines()[2:] if line.strip()][:10]
+    assert rows == expected
+    document = json.loads((out / "results.json").read_text())
+    assert [row["policy"] for row in document["summary"]] == expected
 
 
 def test_config_file_sets_defaults_and_flags_win(tmp_path):

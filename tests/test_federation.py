@@ -46,6 +46,7 @@ def test_batched_round_equals_the_reference_loop(mnist5k, model_name, config):
         assert torch.allclose(batched.momentum[name], reference.momentum[name], atol=1e-5, rtol=0), name
         assert not torch.equal(batched.params[name], params[name])  # it did train
     assert torch.allclose(batched.loss_sum.cpu(), reference.loss_sum.cpu(), rtol=1e-5)
+    assert torch.allclose(batched.loss_sq_sum.cpu(), reference.loss_sq_sum.cpu(), rtol=1e-5)
     assert batched.samples.tolist() == [2 * len(i) for i in fed.client_indices]
 
 
@@ -57,6 +58,7 @@ def test_mlp_fast_path_gradients_equal_vmap_gradients(mnist5k):
     x, y = fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]]
     fast, fast_loss = mlp_grad_fn(fed.model)(params, x, y, valid)
     general, general_loss = vmap_grad_fn(fed.model)(params, x, y, valid)
+    assert fast_loss.shape == (6, 16) and (fast_loss[valid == 0] == 0).all()
     for name in params:
         assert torch.allclose(fast[name], general[name], atol=1e-6), name
     assert torch.allclose(fast_loss, general_loss, atol=1e-5)
@@ -79,7 +81,7 @@ def test_a_clients_minibatches_do_not_depend_on_other_clients():
 
 
 def test_fedavg_weights_and_average_by_hand():
-    weights = fedavg_weights(torch.tensor([10.0, 30.0]))
+    weights = fedavg_weights([10.0, 30.0])
     assert weights.tolist() == [0.25, 0.75]
     stacked = {"w": torch.tensor([[1.0, 2.0], [5.0, 6.0]]), "steps": torch.tensor([4, 8])}
     averaged = weighted_average(stacked, weights)
@@ -94,11 +96,11 @@ def test_federation_round_aggregates_selected_clients_only(mnist5k):
     before = {k: v.clone() for k, v in fed.global_params.items()}
     clients = np.array([1, 3])
     result = fed.local_train(clients, 1, generators(2))
-    fed.aggregate_fedavg(clients, result)
+    fed.aggregate(clients, result)
     sizes = torch.tensor([len(fed.client_indices[c]) for c in clients], dtype=torch.float64)
     expected = (result.params["net.1.bias"] * (sizes / sizes.sum()).float()[:, None]).sum(0)
     assert torch.allclose(fed.global_params["net.1.bias"], expected)
-    fed.aggregate_fedavg(np.array([], dtype=int), result.rows([]))  # nobody: unchanged
+    fed.aggregate(np.array([], dtype=int), result.rows([]))  # nobody: unchanged
     assert torch.allclose(fed.global_params["net.1.bias"], expected)
     assert not torch.equal(before["net.1.bias"], expected)
 
