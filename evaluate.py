@@ -27,6 +27,9 @@ FIRST_EVAL_SEED = 1000
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", default=None, help="checkpoint.pt of train_agents.py (adds policy vdn)")
+    parser.add_argument("--sb3", default=None, metavar="DIR",
+                        help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
+                             "needs the [sb3] extra)")
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated, or 'all'; allowed: {', '.join(POLICY_NAMES)}, vdn "
                              "(default: fedavg,random and vdn when --checkpoint is given)")
@@ -65,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
     if "vdn" in names and policy is None:
         parser.error("policy vdn needs --checkpoint PATH")
+    extra = []
+    if args.sb3:
+        from fedenv.wrappers import SB3Policy
+
+        try:
+            extra.append(SB3Policy.load(args.sb3))
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(str(error))
+        base = base or extra[0].env_config
     if args.episodes < 1:
         parser.error(f"--episodes={args.episodes} must be >= 1")
     if not 0.0 < args.select_fraction <= 1.0:
@@ -78,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             policy.check_layout(feature_names(env_config.history_length))
         except ValueError as error:
             parser.error(str(error))
-    policies = [policy if name == "vdn" else make_policy(name, args.select_fraction) for name in names]
+    policies = [policy if name == "vdn" else make_policy(name, args.select_fraction) for name in names] + extra
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     try:
         records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)

@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "fixes the configuration; other configuration flags are ignored)")
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
     parser.add_argument("--checkpoint-interval", type=int, default=25, help="episodes between checkpoints")
+    parser.add_argument("--num-envs", type=int, default=1,
+                        help="federations played side by side through one batched engine (default: %(default)s)")
     parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS),
                         help="held-out seeds of the final comparison (none to skip it)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         trainer, _ = train_vdn(env_config, vdn_config, episodes, seed, run_dir, args.checkpoint_interval,
-                               progress=not args.no_progress, resume=bool(args.resume))
+                               progress=not args.no_progress, resume=bool(args.resume), num_envs=args.num_envs)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "

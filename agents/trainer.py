@@ -22,6 +22,7 @@ from agents.replay import ReplayBuffer
 from agents.vdn import QNetwork, VDNConfig, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
+from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 TRAINING_SEED_BASE = 10_000
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -51,19 +52,25 @@ class EpisodeSummary:
     participation_rate: float
     epsilon: float
     td_losses: list[float] = field(default_factory=list)
+    rounds_played: int = 0  # FL rounds played by the whole run when this episode ended (TensorBoard x-axis)
 
 
 class Trainer:
-    """VDN training state: env, learner, replay buffer, counters and generators.
+    """VDN training state: envs, learner, replay buffer, counters and generators.
 
     Args:
         env_config: the environment. vdn_config: hyperparameters.
         episodes: planned episodes (epsilon anneals over ``episodes * num_rounds`` steps).
         seed: run seed (training env seeds, network initialisation, exploration, replay sampling).
+        num_envs: federations played in lockstep through one batched engine (:mod:`fedenv.vector`);
+            transitions enter the replay buffer, and training steps run, exactly as if the episodes
+            were played one after another.
     """
 
-    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0):
-        self.env = ClientSelectionEnv(env_config)
+    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
+                 num_envs: int = 1):
+        self.vector = VectorClientSelectionEnv(env_config, num_envs)
+        self.env = self.vector.envs[0]
         self.vdn_config = vdn_config
         self.episodes, self.seed = episodes, seed
         self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=seed)
@@ -74,35 +81,50 @@ class Trainer:
         self.steps = 0
         self.episode = 0
 
-    def play_episode(self) -> EpisodeSummary:
-        """Play the next training episode, storing transitions and training as configured."""
-        env, config = self.env, self.vdn_config
-        observations, _ = env.reset(seed=training_seed(self.seed, self.episode))
-        obs, mask = stack_observations(env, observations)
-        episode_return, losses, candidates, uploads = 0.0, [], 0, 0
-        agent = env.possible_agents[0]
-        while env.agents:
-            epsilon = linear_epsilon(self.steps, self.total_steps, config)
-            actions = self.learner.act(obs, mask, epsilon)
-            observations, rewards, terminations, truncations, infos = env.step(
-                {a: int(x) for a, x in zip(env.possible_agents, actions)}
-            )
-            next_obs, next_mask = stack_observations(env, observations)
-            self.buffer.add(obs, mask, actions, rewards[agent], next_obs, next_mask,
-                            terminations[agent], truncations[agent])
-            candidates += int(mask[:, 1].sum())
-            uploads += int((actions * mask[:, 1]).sum())
-            obs, mask = next_obs, next_mask
-            episode_return += rewards[agent]
-            self.steps += 1
-            if self.steps >= config.learning_starts and self.steps % config.train_interval == 0 and len(self.buffer):
-                for _ in range(config.gradient_steps):
-                    batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
-                    losses.append(self.learner.update(batch))
-        self.episode += 1
-        info = infos[agent]
-        return EpisodeSummary(episode_return, info["accuracy"], info["wall_clock_s"], uploads * env.upload_mb,
-                              uploads / max(1, candidates), epsilon, losses)
+    def play_episodes(self) -> list[EpisodeSummary]:
+        """Play the next ``min(num_envs, episodes left)`` training episodes side by side, storing
+        transitions and training as configured."""
+        config = self.vdn_config
+        envs = self.vector.envs[: max(1, min(len(self.vector.envs), self.episodes - self.episode))]
+        started = drive_together([env.reset_process(training_seed(self.seed, self.episode + i))
+                                  for i, env in enumerate(envs)])
+        state = [stack_observations(env, observations) for env, (observations, _) in zip(envs, started)]
+        totals = [{"return": 0.0, "candidates": 0, "uploads": 0, "losses": [], "epsilon": 0.0} for _ in envs]
+        summaries = [None] * len(envs)
+        agent = self.env.possible_agents[0]
+        while any(env.agents for env in envs):
+            actions = [None] * len(envs)
+            for i, env in enumerate(envs):
+                if env.agents:
+                    totals[i]["epsilon"] = linear_epsilon(self.steps, self.total_steps, config)
+                    actions[i] = self.learner.act(*state[i], totals[i]["epsilon"])
+            outputs = drive_together([
+                env.step_process({a: int(x) for a, x in zip(env.possible_agents, actions[i])})
+                for i, env in enumerate(envs) if actions[i] is not None
+            ])
+            for i, output in zip([i for i in range(len(envs)) if actions[i] is not None], outputs):
+                observations, rewards, terminations, truncations, infos = output
+                obs, mask = state[i]
+                next_obs, next_mask = stack_observations(envs[i], observations)
+                self.buffer.add(obs, mask, actions[i], rewards[agent], next_obs, next_mask,
+                                terminations[agent], truncations[agent])
+                totals[i]["return"] += rewards[agent]
+                totals[i]["candidates"] += int(mask[:, 1].sum())
+                totals[i]["uploads"] += int((actions[i] * mask[:, 1]).sum())
+                state[i] = (next_obs, next_mask)
+                self.steps += 1
+                if self.steps >= config.learning_starts and self.steps % config.train_interval == 0 and len(self.buffer):
+                    for _ in range(config.gradient_steps):
+                        batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
+                        totals[i]["losses"].append(self.learner.update(batch))
+                if not envs[i].agents:
+                    info, t = infos[agent], totals[i]
+                    summaries[i] = EpisodeSummary(t["return"], info["accuracy"], info["wall_clock_s"],
+                                                  t["uploads"] * envs[i].upload_mb,
+                                                  t["uploads"] / max(1, t["candidates"]), t["epsilon"], t["losses"],
+                                                  self.steps)
+        self.episode += len(envs)
+        return summaries
 
     def checkpoint(self) -> dict:
         """Checkpoint payload: what :class:`~agents.policy.GreedyPolicy` needs, plus the training state."""
@@ -159,12 +181,14 @@ def train_vdn(
     checkpoint_interval: int = 25,
     progress: bool = True,
     resume: bool = False,
+    num_envs: int = 1,
 ) -> tuple[Trainer, list[EpisodeSummary]]:
     """Train VDN agents until ``episodes`` episodes have been played.
 
     Writes TensorBoard logs and ``checkpoint.pt`` (atomically, every ``checkpoint_interval`` episodes
     and at the end) under ``run_dir`` when given. The x-axis of every TensorBoard scalar is the number
     of FL rounds played. With ``resume``, training continues from ``run_dir/checkpoint.pt``.
+    ``num_envs`` federations are played side by side through one batched engine.
 
     Returns:
         The trainer and the summaries of the episodes played by this call.
@@ -173,7 +197,7 @@ def train_vdn(
         ValueError: ``resume`` without ``run_dir``, or a checkpoint of another run (see :meth:`Trainer.restore`).
         FileNotFoundError: ``resume`` but no checkpoint in ``run_dir``.
     """
-    trainer = Trainer(env_config, vdn_config, episodes, seed)
+    trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs)
     if resume:
         if run_dir is None:
             raise ValueError("resume needs a run directory")
@@ -183,14 +207,16 @@ def train_vdn(
     start, start_steps = time.perf_counter(), trainer.steps
     bar = tqdm(total=episodes, initial=trainer.episode, desc="VDN", unit="episode", disable=not progress)
     while trainer.episode < episodes:
-        summary = trainer.play_episode()
-        summaries.append(summary)
-        if writer is not None:
-            _log(writer, summary, trainer.steps, (trainer.steps - start_steps) / (time.perf_counter() - start))
-        bar.update()
-        bar.set_postfix(ret=f"{summary.team_return:.3f}", acc=f"{summary.final_accuracy:.3f}",
-                        lat=f"{summary.total_latency_s:.0f}s", eps=f"{summary.epsilon:.2f}")
-        if run_dir is not None and (trainer.episode % checkpoint_interval == 0 or trainer.episode == episodes):
+        before = trainer.episode
+        for summary in trainer.play_episodes():
+            summaries.append(summary)
+            if writer is not None:
+                _log(writer, summary, (trainer.steps - start_steps) / (time.perf_counter() - start))
+            bar.update()
+            bar.set_postfix(ret=f"{summary.team_return:.3f}", acc=f"{summary.final_accuracy:.3f}",
+                            lat=f"{summary.total_latency_s:.0f}s", eps=f"{summary.epsilon:.2f}")
+        crossed = trainer.episode // checkpoint_interval > before // checkpoint_interval
+        if run_dir is not None and (crossed or trainer.episode == episodes):
             save_checkpoint(Path(run_dir) / CHECKPOINT_NAME, trainer.checkpoint())
     bar.close()
     if writer is not None:
@@ -198,7 +224,8 @@ def train_vdn(
     return trainer, summaries
 
 
-def _log(writer: SummaryWriter, summary: EpisodeSummary, steps: int, steps_per_second: float) -> None:
+def _log(writer: SummaryWriter, summary: EpisodeSummary, steps_per_second: float) -> None:
+    steps = summary.rounds_played
     writer.add_scalar("charts/episodic_return", summary.team_return, steps)
     writer.add_scalar("charts/epsilon", summary.epsilon, steps)
     writer.add_scalar("charts/SPS", steps_per_second, steps)

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from fedenv.aggregators import AGGREGATIONS, FEDCA_SCORES
+from fedenv.batched import ENGINES
 from fedenv.data import DATASETS, PARTITIONERS
 from fedenv.models import MODELS
 from fedenv.reward import UTILITIES
@@ -32,7 +33,9 @@ class EnvConfig:
     round), ``num_rounds`` T, ``local_epochs`` E (the first is the probing epoch), ``batch_size``,
     ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``; ``aggregation`` (``fedavg``, ``fedpdp``,
     ``fedca``, ``fedadp``; :mod:`fedenv.aggregators`) with ``fedca_score`` (``acc`` or ``ce``, our
-    default) and ``fedadp_alpha`` (5); ``device`` (``auto``, ``cpu``, ``cuda``).
+    default) and ``fedadp_alpha`` (5); ``device`` (``auto``, ``cpu``, ``cuda``); ``engine``: the batched
+    engine's gradient path, ``auto`` (fast paths where the model allows) or ``vmap`` (always
+    ``torch.func``; for benchmarks and ablations).
 
     Traces: ``trace``, a shipped trace name or a trace file path; ``trace_mode`` ``replay`` (per-round
     bandwidth and compute as the trace says) or ``static`` (each client's median bandwidth, compute
@@ -81,12 +84,14 @@ class EnvConfig:
     comm_weight: float = 1.20e-3
     target_accuracy: float | None = None
     device: str = "auto"
+    engine: str = "auto"
 
     def validate(self) -> "EnvConfig":
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
         choices = {
             "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS,
             "utility": UTILITIES, "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES,
+            "engine": ENGINES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

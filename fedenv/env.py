@@ -15,6 +15,7 @@ selection in federated learning", AAAI 2022 (arXiv 2201.02932).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pettingzoo
@@ -22,8 +23,10 @@ import torch
 from gymnasium import spaces
 
 from fedenv.config import EnvConfig
-from fedenv.data import PARTITIONERS, load_dataset, split_validation
-from fedenv.federation import AggregationConfig, Federation, LocalTrainingConfig, resolve_device
+from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation
+from fedenv.federation import (
+    AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together,
+)
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import round_latency_s, team_reward
@@ -79,21 +82,16 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         cfg = self.config
         self.render_mode = None
         self.device = resolve_device(cfg.device)
-        dataset = load_dataset(cfg.dataset, cfg.data_root, cfg.download)
-        self.dataset = dataclasses.replace(
-            dataset,
-            train_x=dataset.train_x.to(self.device), train_y=dataset.train_y.to(self.device),
-            test_x=dataset.test_x.to(self.device), test_y=dataset.test_y.to(self.device),
-        )
-        self._train_labels = dataset.train_y.numpy()
+        self.dataset = _dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download)
+        self._train_labels = self.dataset.train_y.cpu().numpy()
         self.trace = load_trace(cfg.trace)
         if cfg.num_clients > len(self.trace.clients):
             raise ValueError(
                 f"num_clients={cfg.num_clients} but trace {cfg.trace!r} holds {len(self.trace.clients)} clients"
             )
-        probe_model = build_model(cfg.model, dataset.input_shape, dataset.num_classes, seed=0)
+        probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
         self.model_parameters = count_parameters(probe_model)
-        self.model_macs = count_macs(probe_model, dataset.input_shape)
+        self.model_macs = count_macs(probe_model, self.dataset.input_shape)
         self.model_bits = 32 * self.model_parameters
         self.upload_mb = self.model_bits / 8 / 1e6
         self.reference_latency_s = self._reference_latency_s()
@@ -134,6 +132,11 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         Returns:
             ``(observations, infos)`` dicts keyed by agent.
         """
+        return run_alone(self.reset_process(seed))
+
+    def reset_process(self, seed: int | None = None):
+        """:meth:`reset` as a process that yields its local training as :class:`TrainRequest` objects and
+        receives their results (so that :mod:`fedenv.vector` can batch several federations)."""
         if seed is not None:
             self._root_rng = np.random.default_rng(seed)
             for i, agent in enumerate(self.possible_agents):
@@ -146,7 +149,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.client_indices, self.validation_indices = self._partition(partition_rng)
         model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
         self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device,
-                                     self.aggregation_config, self.validation_indices)
+                                     self.aggregation_config, self.validation_indices, cfg.engine)
         self.data_size = np.array([len(i) for i in self.client_indices])
         self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
                                   cfg.trace_mode)
@@ -168,7 +171,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.accuracy, _ = self.federation.evaluate()
         self.agents = list(self.possible_agents)
         self._done = False
-        self._begin_round()
+        yield from self._begin_round()
         self._observations = self._observe()
         return self._observations, self._infos(round_latency_s=0.0, comm_mb=0.0)
 
@@ -186,10 +189,19 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             RuntimeError: the episode is over (call ``reset()``).
             ValueError: an action outside {0, 1} or for an unknown agent (names the agent).
         """
+        return run_alone(self.step_process(actions))
+
+    def step_process(self, actions: dict):
+        """:meth:`step` as a process yielding :class:`TrainRequest` objects (see :meth:`reset_process`).
+        Invalid actions raise before the first yield."""
         if self._done:
             raise RuntimeError("the episode is over (or was never started): call reset() before step()")
         cfg = self.config
         chosen = self._parse_actions(actions)
+        return self._play_round(chosen)
+
+    def _play_round(self, chosen: np.ndarray):
+        cfg = self.config
         candidates = self._candidates
         picked = np.flatnonzero(chosen[candidates])
         selected = candidates[picked]
@@ -208,10 +220,10 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         usable, kept, weights = completed, completed, np.zeros(0)
         if len(completed):
             start = self._probe_result.rows(picked[on_time])
-            result = (
-                self.federation.local_train(completed, cfg.local_epochs - 1, self._generators(completed, phase=1), start)
-                if cfg.local_epochs > 1 else start
-            )
+            result = start
+            if cfg.local_epochs > 1:
+                result = yield TrainRequest(self.federation, completed, cfg.local_epochs - 1,
+                                            self._generators(completed, phase=1), start)
             outcome = self.federation.aggregate(completed, result)
             usable, kept, weights = completed[outcome.usable_rows], completed[outcome.kept_rows], outcome.weights
         comm_mb = self.upload_mb * len(completed)
@@ -241,7 +253,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         if self._done:
             self._candidates = np.zeros(0, dtype=np.int64)
         else:
-            self._begin_round()
+            yield from self._begin_round()
         self._observations = self._observe()
         infos = self._infos(round_latency_s=latency_s, comm_mb=comm_mb, idle=len(candidates) == 0)
         agents = self.agents
@@ -290,7 +302,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             generators.append(torch.Generator().manual_seed(int(state.generate_state(1, np.uint64)[0] >> 1)))
         return generators
 
-    def _begin_round(self) -> None:
+    def _begin_round(self):
         cfg = self.config
         self._online = self.replay.online(self.wall_clock_s)
         available = np.flatnonzero(self._online)
@@ -299,9 +311,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         if count == 0:
             self._probe_s = np.zeros(0)
             return
-        self._probe_result = self.federation.local_train(
-            self._candidates, 1, self._generators(self._candidates, phase=0)
-        )
+        self._probe_result = yield TrainRequest(self.federation, self._candidates, 1,
+                                                self._generators(self._candidates, phase=0))
         samples = self._probe_result.samples.to(self._probe_result.loss_sum.device)
         self._probe_loss[self._candidates] = (self._probe_result.loss_sum / samples).cpu().numpy()
         self._probe_loss_sq[self._candidates] = (self._probe_result.loss_sq_sum / samples).cpu().numpy()
@@ -403,3 +414,22 @@ def parallel_env(config: EnvConfig | None = None, **overrides) -> ClientSelectio
     """Build the environment: ``fedenv.parallel_env(num_clients=10, ...)`` (fields of :class:`EnvConfig`)."""
     return ClientSelectionEnv(config, **overrides)
 
+
+@functools.lru_cache(maxsize=4)
+def _dataset_on(device: torch.device, name: str, data_root: str | None, download: bool) -> Dataset:
+    """The dataset's tensors on ``device``, one copy per device shared by every env in the process."""
+    dataset = load_dataset(name, data_root, download)
+    return dataclasses.replace(
+        dataset, train_x=dataset.train_x.to(device), train_y=dataset.train_y.to(device),
+        test_x=dataset.test_x.to(device), test_y=dataset.test_y.to(device),
+    )
+
+
+def run_alone(process):
+    """Drive an env process to its end, serving each :class:`TrainRequest` it yields on its own."""
+    try:
+        request = next(process)
+        while True:
+            request = process.send(train_together([request])[0])
+    except StopIteration as stop:
+        return stop.value

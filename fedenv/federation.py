@@ -20,13 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call
 
 from fedenv.aggregators import (
     AggregationResult, fedadp_weights, fedavg_weights, fedca_subset, fedpdp_weights, weighted_average, weighted_sum,
 )
 from fedenv.data import Dataset
-from fedenv.models import MLP
+from fedenv.batched import batched_grad_fn
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ class TrainResult:
         """``(K,)`` bool: True where every parameter of the client's model is finite."""
         k = self.loss_sum.shape[0]
         ok = torch.ones(k, dtype=torch.bool, device=self.loss_sum.device)
-        for p in self.params.values():
-            ok &= torch.isfinite(p.flatten(1)).all(dim=1).to(ok.device)
+        for p in self.params.values():  # a sum is finite only if every term is (or it overflowed: diverged)
+            ok &= torch.isfinite(p.flatten(1).sum(dim=1)).to(ok.device)
         return ok
 
     def rows(self, rows) -> "TrainResult":
@@ -152,61 +152,6 @@ class TrainResult:
         pick = lambda d: {k: v[rows.to(v.device)] for k, v in d.items()}  # noqa: E731
         return TrainResult(pick(self.params), pick(self.momentum), self.loss_sum[rows], self.loss_sq_sum[rows],
                            self.samples[rows])
-
-
-def _batch_loss(model, params, x, y, valid):
-    logits = functional_call(model, params, (x,))
-    ce = F.cross_entropy(logits, y, reduction="none") * valid
-    return ce.sum() / valid.sum().clamp(min=1), ce
-
-
-def vmap_grad_fn(model: nn.Module):
-    """General path: ``torch.func.vmap(grad(loss))`` over the client dimension.
-
-    Returns:
-        ``f(params, x, y, valid) -> (grads, ce)`` with ``params``/``grads`` ``name -> (K, *shape)``,
-        ``x`` ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, ``ce`` ``(K, B)`` the per-sample
-        cross-entropies (0 where padded). The gradient is that of each client's mean batch loss.
-    """
-    return vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
-
-
-def mlp_grad_fn(model: MLP):
-    """Fast path for :class:`~fedenv.models.MLP`: forward and backward written out with batched matrix
-    products (``torch.baddbmm``/``bmm``), no autograd. Same contract and results as
-    :func:`vmap_grad_fn` (tested against it); about 2x faster on CPU (DESIGN.md section 10)."""
-    names = [name for name, m in model.net.named_children() if isinstance(m, nn.Linear)]
-    keys = [(f"net.{n}.weight", f"net.{n}.bias") for n in names]
-
-    def f(params, x, y, valid):
-        k, b = y.shape
-        activations = [x.reshape(k, b, -1)]
-        pre = []
-        for i, (w, bias) in enumerate(keys):
-            z = torch.baddbmm(params[bias].unsqueeze(1), activations[-1], params[w].transpose(1, 2))
-            pre.append(z)
-            activations.append(z.clamp(min=0) if i < len(keys) - 1 else z)
-        logits = activations.pop()
-        log_probs = logits.log_softmax(dim=-1)
-        ce = -log_probs.gather(-1, y.unsqueeze(-1)).squeeze(-1) * valid
-        g = log_probs.exp()
-        g.scatter_add_(-1, y.unsqueeze(-1), -torch.ones_like(g[..., :1]))
-        g = g * (valid / valid.sum(dim=1, keepdim=True).clamp(min=1)).unsqueeze(-1)
-        grads = {}
-        for i in range(len(keys) - 1, -1, -1):
-            w, bias = keys[i]
-            grads[w] = torch.bmm(g.transpose(1, 2), activations[i])
-            grads[bias] = g.sum(dim=1)
-            if i:
-                g = torch.bmm(g, params[w]) * (pre[i - 1] > 0)
-        return grads, ce
-
-    return f
-
-
-def batched_grad_fn(model: nn.Module):
-    """The fastest exact per-client gradient function for ``model``: the MLP fast path or vmap."""
-    return mlp_grad_fn(model) if isinstance(model, MLP) else vmap_grad_fn(model)
 
 
 def train_batched(
@@ -226,7 +171,8 @@ def train_batched(
         model: module whose structure ``params`` follow (its own weights are not used).
         params: ``name -> (K, *shape)`` starting weights of each client.
         momentum: ``name -> (K, *shape)`` starting momentum buffers (zeros at the start of a round).
-        global_params: ``name -> (*shape)`` global model (the FedProx anchor).
+        global_params: ``name -> (*shape)`` global model, or ``(K, *shape)`` one per client: the
+            FedProx anchor.
         x: ``(N, *input_shape)`` training inputs on the engine's device; ``y``: ``(N,)`` labels.
         schedule: minibatch schedule with ``K`` clients.
         config: optimiser settings.
@@ -238,35 +184,44 @@ def train_batched(
     """
     device = x.device
     per_client_grad = grad_fn or batched_grad_fn(model)
-    params = {name: p.clone() for name, p in params.items()}
-    momentum = {name: b.clone() for name, b in momentum.items()}
+    # Clients sorted by their number of steps, longest first: at every step the clients with data left
+    # are a prefix, so only they are computed (no work on padding) and updated in place through views.
+    steps_per_client = schedule.valid.any(dim=2).sum(dim=0)
+    order = torch.argsort(steps_per_client, descending=True, stable=True)
+    sorted_already = bool((order == torch.arange(len(order))).all())
+    active_counts = [int((steps_per_client > step).sum()) for step in range(schedule.index.shape[0])]
+    to_device = order.to(device)
+    permute = (lambda t: t.clone()) if sorted_already else (lambda t: t[to_device])  # noqa: E731
+    params = {name: permute(p) for name, p in params.items()}
+    momentum = {name: permute(b) for name, b in momentum.items()}
+    anchor = {name: permute(a) if a.dim() == params[name].dim() else a for name, a in global_params.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
     loss_sq_sum = torch.zeros(k, device=device, dtype=torch.float64)
-    index, valid = schedule.index.to(device), schedule.valid.to(device)
-    everyone_active = schedule.valid.any(dim=2).all(dim=1).tolist()
-    for step in range(index.shape[0]):
-        grads, ce = per_client_grad(params, x[index[step]], y[index[step]], valid[step].to(x.dtype))
+    index, valid = schedule.index[:, order].to(device), schedule.valid[:, order].to(device)
+    for step, n in enumerate(active_counts):
+        views = {name: p[:n] for name, p in params.items()}
+        grads, ce = per_client_grad(views, x[index[step, :n]], y[index[step, :n]], valid[step, :n].to(x.dtype))
         ce = ce.double()
-        loss_sum += ce.sum(dim=1)
-        loss_sq_sum += (ce * ce).sum(dim=1)
-        active = None if everyone_active[step] else valid[step].any(dim=1)
-        for name, p in params.items():
+        loss_sum[:n] += ce.sum(dim=1)
+        loss_sq_sum[:n] += (ce * ce).sum(dim=1)
+        for name, p in views.items():
             g = grads[name]
             if config.weight_decay:
                 g = g.add(p, alpha=config.weight_decay)
             if config.fedprox_mu:
-                g = g.add(p - global_params[name], alpha=config.fedprox_mu)
-            mask = None if active is None else active.view(-1, *([1] * (p.dim() - 1)))
+                a = anchor[name]
+                g = g.add(p - (a[:n] if a.dim() == p.dim() else a), alpha=config.fedprox_mu)
             if config.momentum:
-                buf = momentum[name]
-                g = buf.mul(config.momentum).add_(g)
-                buf.copy_(g if mask is None else torch.where(mask, g, buf))
-            if mask is None:
-                p.add_(g, alpha=-config.lr)
-            else:
-                p.addcmul_(g, mask.to(p.dtype), value=-config.lr)
-    return TrainResult(params, momentum, loss_sum, loss_sq_sum, valid.sum(dim=(0, 2)).cpu().double())
+                g = momentum[name][:n].mul_(config.momentum).add_(g)
+            p.add_(g, alpha=-config.lr)
+    samples = valid.sum(dim=(0, 2)).cpu().double()
+    if sorted_already:
+        return TrainResult(params, momentum, loss_sum, loss_sq_sum, samples)
+    inverse = torch.argsort(order)
+    back = inverse.to(device)
+    return TrainResult({n: p[back] for n, p in params.items()}, {n: b[back] for n, b in momentum.items()},
+                       loss_sum[back], loss_sq_sum[back], samples[inverse])
 
 
 def train_reference(
@@ -349,6 +304,7 @@ class Federation:
         device: where data and models live.
         aggregation: the aggregation rule and its settings.
         validation_indices: training-set indices of the server's validation split (FedCA).
+        engine: gradient path of the batched engine (:func:`fedenv.batched.batched_grad_fn`).
     """
 
     def __init__(
@@ -360,8 +316,10 @@ class Federation:
         device: torch.device,
         aggregation: AggregationConfig = AggregationConfig(),
         validation_indices: np.ndarray = (),
+        engine: str = "auto",
     ):
         self.model = model.to(device)
+        self.grad_fn = batched_grad_fn(self.model, engine)
         self.config = config
         self.device = device
         self.train_x = dataset.train_x.to(device)
@@ -386,25 +344,9 @@ class Federation:
         generators: list[torch.Generator],
         start: TrainResult | None = None,
     ) -> TrainResult:
-        """Train ``clients`` for ``epochs`` local epochs, from the global model or from ``start``.
-
-        Args:
-            clients: int array of client ids (rows of the result, in this order).
-            epochs: local epochs.
-            generators: one generator per client, fixing its minibatch order.
-            start: previous result for the same clients (continues their weights and momentum).
-        """
-        schedule = make_schedule(
-            [self.client_indices[c] for c in clients], epochs, self.config.batch_size, generators
-        )
-        if start is None:
-            params = {n: p.unsqueeze(0).repeat(len(clients), *[1] * p.dim()) for n, p in self.global_params.items()}
-            momentum = {n: torch.zeros_like(p) for n, p in params.items()}
-        else:
-            params, momentum = start.params, start.momentum
-        return train_batched(
-            self.model, params, momentum, self.global_params, self.train_x, self.train_y, schedule, self.config
-        )
+        """Train ``clients`` for ``epochs`` local epochs, from the global model or from ``start``
+        (see :class:`TrainRequest`)."""
+        return train_together([TrainRequest(self, np.asarray(clients), epochs, generators, start)])[0]
 
     def aggregate(self, clients: np.ndarray, result: TrainResult) -> AggregationResult:
         """Replace the global model by the configured rule's aggregate of ``result`` (rows = ``clients``).
@@ -463,3 +405,66 @@ class Federation:
             correct += int((logits.argmax(dim=1) == yb).sum())
             loss += float(F.cross_entropy(logits, yb, reduction="sum"))
         return correct / len(self.test_y), loss / len(self.test_y)
+
+
+@dataclass
+class TrainRequest:
+    """Local training that one federation asks for.
+
+    Attributes:
+        federation: the federation (its global model is the starting point and the FedProx anchor).
+        clients: int array of client ids (rows of the result, in this order).
+        epochs: local epochs.
+        generators: one generator per client, fixing its minibatch order.
+        start: previous result for the same clients (continues their weights and momentum), or None.
+    """
+
+    federation: Federation
+    clients: np.ndarray
+    epochs: int
+    generators: list[torch.Generator]
+    start: TrainResult | None = None
+
+
+def train_together(requests: list[TrainRequest]) -> list[TrainResult]:
+    """Serve training requests of one or more federations as one batched computation.
+
+    The federations must share the model structure, the training data tensors and the optimiser
+    settings (B copies of one configuration with different seeds, as in :mod:`fedenv.vector`). Every
+    client keeps its own schedule, start and anchor, so each result equals what its federation would
+    get alone (to float tolerance).
+
+    Returns:
+        One :class:`TrainResult` per request, in order.
+    """
+    first = requests[0].federation
+    schedules, params, momentum, anchors = [], [], [], []
+    for request in requests:
+        fed = request.federation
+        if fed.config != first.config or fed.train_x is not first.train_x:
+            raise ValueError("requests trained together must share training data and optimiser settings")
+        indices = [fed.client_indices[c] for c in request.clients]
+        schedules.append(make_schedule(indices, request.epochs, fed.config.batch_size, request.generators))
+        k = len(request.clients)
+        if request.start is None:
+            params.append({n: p.unsqueeze(0).expand(k, *p.shape) for n, p in fed.global_params.items()})
+            momentum.append({n: torch.zeros(k, *p.shape, dtype=p.dtype, device=p.device)
+                             for n, p in fed.global_params.items()})
+        else:
+            params.append(request.start.params)
+            momentum.append(request.start.momentum)
+        anchors.append({n: p.unsqueeze(0).expand(k, *p.shape) for n, p in fed.global_params.items()})
+    if len(requests) == 1:
+        return [train_batched(first.model, params[0], momentum[0], first.global_params, first.train_x,
+                              first.train_y, schedules[0], first.config, first.grad_fn)]
+    else:
+        steps = max(s.index.shape[0] for s in schedules)
+        pad = lambda t: torch.cat([t, t.new_zeros(steps - t.shape[0], *t.shape[1:])])  # noqa: E731
+        schedule = Schedule(torch.cat([pad(s.index) for s in schedules], dim=1),
+                            torch.cat([pad(s.valid) for s in schedules], dim=1))
+        anchor = {n: torch.cat([a[n] for a in anchors]) for n in anchors[0]}
+    joined = lambda parts: {n: torch.cat([part[n] for part in parts]) for n in parts[0]}  # noqa: E731
+    result = train_batched(first.model, joined(params), joined(momentum), anchor, first.train_x, first.train_y,
+                           schedule, first.config, first.grad_fn)
+    sizes = np.cumsum([0] + [len(r.clients) for r in requests])
+    return [result.rows(np.arange(sizes[i], sizes[i + 1])) for i in range(len(requests))]

@@ -36,6 +36,8 @@ class MLP(nn.Module):
 class LeNet5(nn.Module):
     """LeNet-5 for ``(B, 1, 28, 28)`` input; output logits ``(B, num_classes)``."""
 
+    sequential_leaves = True  # forward applies the leaf modules in registration order (fedenv.batched)
+
     def __init__(self, input_shape: tuple[int, ...], num_classes: int):
         super().__init__()
         if tuple(input_shape[1:]) != (28, 28):

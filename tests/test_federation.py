@@ -4,9 +4,8 @@ import torch
 
 from fedenv.aggregators import fedavg_weights, weighted_average
 from fedenv.data import load_dataset, partition_fedmarl
-from fedenv.federation import (
-    Federation, LocalTrainingConfig, make_schedule, mlp_grad_fn, train_batched, train_reference, vmap_grad_fn,
-)
+from fedenv.batched import batched_grad_fn, mlp_grad_fn, stackable_layers, stacked_grad_fn, vmap_grad_fn
+from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
 from fedenv.models import build_model, count_macs, count_parameters
 
 
@@ -35,12 +34,14 @@ CONFIGS = [
 ]
 
 
+@pytest.mark.parametrize("engine", ["auto", "vmap"])
 @pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
 @pytest.mark.parametrize("config", CONFIGS)
-def test_batched_round_equals_the_reference_loop(mnist5k, model_name, config):
+def test_batched_round_equals_the_reference_loop(mnist5k, model_name, config, engine):
     fed, schedule, params, momentum = round_inputs(mnist5k, model_name, config)
     args = (fed.model, params, momentum, fed.global_params, fed.train_x, fed.train_y, schedule, config)
-    batched, reference = train_batched(*args), train_reference(*args)
+    batched = train_batched(*args, grad_fn=batched_grad_fn(fed.model, engine))
+    reference = train_reference(*args)
     for name in params:
         assert torch.allclose(batched.params[name], reference.params[name], atol=1e-5, rtol=0), name
         assert torch.allclose(batched.momentum[name], reference.momentum[name], atol=1e-5, rtol=0), name
@@ -50,18 +51,21 @@ def test_batched_round_equals_the_reference_loop(mnist5k, model_name, config):
     assert batched.samples.tolist() == [2 * len(i) for i in fed.client_indices]
 
 
-def test_mlp_fast_path_gradients_equal_vmap_gradients(mnist5k):
-    fed, schedule, params, _ = round_inputs(mnist5k, "mlp", CONFIGS[0])
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+def test_fast_path_gradients_equal_vmap_gradients(mnist5k, model_name):
+    fed, schedule, params, _ = round_inputs(mnist5k, model_name, CONFIGS[0])
     step = schedule.index.shape[0] - 1  # the last step: some clients padded
     valid = schedule.valid[step].float()
     assert (valid.sum(1) < 16).any()
     x, y = fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]]
-    fast, fast_loss = mlp_grad_fn(fed.model)(params, x, y, valid)
+    fast_fn = mlp_grad_fn(fed.model) if model_name == "mlp" else stacked_grad_fn(fed.model, stackable_layers(fed.model))
+    fast, fast_loss = fast_fn(params, x, y, valid)
     general, general_loss = vmap_grad_fn(fed.model)(params, x, y, valid)
     assert fast_loss.shape == (6, 16) and (fast_loss[valid == 0] == 0).all()
     for name in params:
         assert torch.allclose(fast[name], general[name], atol=1e-6), name
     assert torch.allclose(fast_loss, general_loss, atol=1e-5)
+    assert batched_grad_fn(fed.model).__qualname__.startswith(("mlp_grad_fn", "stacked_grad_fn"))
 
 
 def test_schedule_visits_each_sample_once_per_epoch():

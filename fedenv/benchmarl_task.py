@@ -1,0 +1,112 @@
+"""The client-selection environment as a BenchMARL task (optional extra ``[torchrl]``).
+
+    from benchmarl.algorithms import VdnConfig
+    from benchmarl.experiment import Experiment, ExperimentConfig
+    from benchmarl.models.mlp import MlpConfig
+    from fedenv.benchmarl_task import FedEnvTask
+
+    task = FedEnvTask.CLIENT_SELECTION.get_task(config={"num_rounds": 20})   # EnvConfig fields
+    Experiment(task=task, algorithm_config=VdnConfig.get_from_yaml(),
+               model_config=MlpConfig.get_from_yaml(), seed=0, config=ExperimentConfig.get_from_yaml()).run()
+
+All clients form one group ``"agents"`` (BenchMARL shares the policy's parameters within a group);
+BenchMARL's VDN and QMIX read the action mask and the global ``state``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from benchmarl.environments.common import Task, TaskClass
+from torchrl.data import Composite
+from torchrl.envs import EnvBase
+
+from fedenv.config import EnvConfig
+from fedenv.policies import Policy
+from fedenv.wrappers import torchrl_env
+
+
+def _keep(env: EnvBase, key: str) -> Composite:
+    spec = env.observation_spec.clone()
+    group = spec["agents"]
+    for name in list(group.keys()):
+        if name != key:
+            del group[name]
+    if "state" in spec.keys():
+        del spec["state"]
+    return spec
+
+
+class FedEnvTaskClass(TaskClass):
+    """BenchMARL task class: ``config`` holds :class:`~fedenv.config.EnvConfig` fields."""
+
+    def get_env_fun(self, num_envs: int, continuous_actions: bool, seed: int | None, device) -> Callable[[], EnvBase]:
+        config = EnvConfig.from_dict(self.config).validate()
+        return lambda: torchrl_env(config, seed=seed, device=device)
+
+    def supports_continuous_actions(self) -> bool:
+        return False
+
+    def supports_discrete_actions(self) -> bool:
+        return True
+
+    def max_steps(self, env: EnvBase) -> int:
+        return EnvConfig.from_dict(self.config).num_rounds
+
+    def has_render(self, env: EnvBase) -> bool:
+        return False
+
+    def group_map(self, env: EnvBase) -> dict[str, list[str]]:
+        return env.group_map
+
+    def observation_spec(self, env: EnvBase) -> Composite:
+        return _keep(env, "observation")
+
+    def info_spec(self, env: EnvBase) -> Composite:
+        return _keep(env, "info")
+
+    def state_spec(self, env: EnvBase) -> Composite:
+        return Composite({"state": env.observation_spec["state"].clone()})
+
+    def action_mask_spec(self, env: EnvBase) -> Composite:
+        return _keep(env, "action_mask")
+
+    def action_spec(self, env: EnvBase) -> Composite:
+        return env.full_action_spec
+
+    @staticmethod
+    def env_name() -> str:
+        return "fedenv"
+
+
+class FedEnvTask(Task):
+    """BenchMARL task enum of this project: ``FedEnvTask.CLIENT_SELECTION.get_task(config={...})``."""
+
+    CLIENT_SELECTION = None
+
+    @staticmethod
+    def associated_class():
+        return FedEnvTaskClass
+
+
+class TorchRLPolicy(Policy):
+    """A TorchRL policy module of one group ``"agents"`` (e.g. a BenchMARL experiment's
+    ``experiment.policy``) as a :class:`~fedenv.policies.Policy`: deterministic (exploration off)."""
+
+    def __init__(self, module, name: str = "benchmarl"):
+        self.module, self.name = module, name
+
+    def act(self, observations, infos):
+        import torch
+        from tensordict import TensorDict
+        from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+        agents = list(observations)
+        obs = torch.as_tensor(np.stack([observations[a]["observation"] for a in agents]))
+        mask = torch.as_tensor(np.stack([observations[a]["action_mask"] for a in agents]).astype(bool))
+        td = TensorDict({"agents": TensorDict({"observation": TensorDict({"observation": obs}, [len(agents)]),
+                                               "action_mask": mask}, [len(agents)])}, [])
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            actions = self.module(td)["agents", "action"].reshape(-1).tolist()
+        return {a: int(x) for a, x, m in zip(agents, actions, mask[:, 1].tolist()) if m}

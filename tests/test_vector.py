@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+import torch
+
+import fedenv
+from agents.trainer import train_vdn
+from agents.vdn import VDNConfig
+from fedenv.config import EnvConfig
+from fedenv.vector import VectorClientSelectionEnv
+
+CONFIG = EnvConfig(num_clients=5, clients_per_round=4, num_rounds=4, local_epochs=2, momentum=0.5, fedprox_mu=0.01)
+
+
+def actions_for(agents, round_index, offset):
+    return {a: int((i + round_index + offset) % 2 == 0) for i, a in enumerate(agents)}
+
+
+def test_vectorised_federations_equal_separate_envs():
+    seeds = [3, 11, 29]
+    vector = VectorClientSelectionEnv(CONFIG, num_envs=3)
+    together = [vector.reset(seeds)]
+    for t in range(4):
+        together.append(vector.step([actions_for(vector.possible_agents, t, k) for k in range(3)]))
+    for k, seed in enumerate(seeds):
+        alone = fedenv.parallel_env(CONFIG)
+        observations, infos = alone.reset(seed=seed)
+        assert infos == together[0][k][1]
+        for name in observations:
+            assert np.allclose(observations[name]["observation"], together[0][k][0][name]["observation"], atol=1e-6)
+        for t in range(4):
+            output = alone.step(actions_for(alone.possible_agents, t, k))
+            joint = together[t + 1][k]
+            assert output[1]["client_0"] == pytest.approx(joint[1]["client_0"], abs=1e-9)
+            assert output[2] == joint[2] and output[3] == joint[3]
+            for name in output[0]:
+                assert np.allclose(output[0][name]["observation"], joint[0][name]["observation"], atol=1e-6)
+                assert output[4][name] == pytest.approx(joint[4][name])
+        for name, tensor in alone.federation.global_params.items():
+            assert torch.allclose(tensor, vector.envs[k].federation.global_params[name], atol=1e-6)
+
+
+def test_skipped_federation_is_left_alone_and_bad_input_is_rejected():
+    vector = VectorClientSelectionEnv(CONFIG, num_envs=2)
+    vector.reset([1, 2])
+    outputs = vector.step([None, {"client_0": 1}])
+    assert outputs[0] is None and vector.envs[0].round == 0 and vector.envs[1].round == 1
+    with pytest.raises(ValueError, match="client_1"):
+        vector.step([{"client_1": 7}, None])
+    with pytest.raises(ValueError, match="need 2 seeds"):
+        vector.reset([1])
+
+
+def test_training_with_several_envs_plays_the_same_episodes_as_one_env():
+    tiny = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
+                     partition="iid", val_fraction=0.9)
+    # no learning and no exploration: actions depend on the observations only
+    config = VDNConfig(learning_starts=10_000, epsilon_start=0.0, epsilon_end=0.0, n_step=1)
+    one, sequential = train_vdn(tiny, config, episodes=5, progress=False, num_envs=1)
+    three, side_by_side = train_vdn(tiny, config, episodes=5, progress=False, num_envs=3)
+    assert three.episode == 5 and three.steps == one.steps == 15 and len(three.buffer) == 15
+    key = lambda s: (round(s.team_return, 9), round(s.final_accuracy, 9), round(s.total_latency_s, 6))  # noqa: E731
+    assert [key(s) for s in side_by_side] == [key(s) for s in sequential]
+    assert sorted(three.buffer.reward[:15].tolist()) == pytest.approx(sorted(one.buffer.reward[:15].tolist()))
