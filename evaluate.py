@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fedenv.cli import add_dataclass_arguments, env_config_from_args, parse_with_config_file
 from fedenv.config import EnvConfig
-from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise, write_results
+from fedenv.evaluation import compare
 from fedenv.observation import feature_names
 from fedenv.policies import DEFAULT_SELECT_FRACTION, POLICY_NAMES, make_policy
 
@@ -92,15 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
     policies = [policy if name == "vdn" else make_policy(name, args.select_fraction) for name in names] + extra
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
+    out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        records = evaluate_policies(env_config, policies, seeds, progress=not args.no_progress)
+        compare(env_config, policies, seeds, out, progress=not args.no_progress)
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
-    print(f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
-    print(format_table(summarise(per_episode_metrics(records))))
-    out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-    paths = write_results(out, records, env_config)
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
 

@@ -21,12 +21,13 @@ from pathlib import Path
 from agents.trainer import train_vdn
 from agents.vdn import VDNConfig
 from fedenv.config import EnvConfig
+from fedenv.data import load_dataset
 from fedenv.cli import add_dataclass_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file
-from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise
+from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
 from fedenv.policies import FedAvgPolicy, RandomPolicy
 
-DEFAULT_EPISODES = 300
+DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
 
 
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             episodes, seed = args.episodes, args.seed
             if episodes < 1:
                 raise ValueError(f"--episodes={episodes} must be >= 1")
+        load_dataset(env_config.dataset, env_config.data_root, env_config.download)  # fail before any output
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     if not args.resume:
@@ -99,10 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {run_dir / 'checkpoint.pt'}")
     if args.eval_seeds:
-        policies = [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()]
-        records = evaluate_policies(env_config, policies, list(args.eval_seeds), progress=not args.no_progress)
-        print(f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
-        print(format_table(summarise(per_episode_metrics(records))))
+        compare(env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(args.eval_seeds),
+                progress=not args.no_progress,
+                title=f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fedenv.benchmarl_task import FedEnvTask, TorchRLPolicy
 from fedenv.config import EnvConfig
-from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise, write_results
+from fedenv.evaluation import compare
 from fedenv.policies import FedAvgPolicy, RandomPolicy
 
 
@@ -56,10 +56,7 @@ def main(argv=None) -> None:
     experiment.run()
 
     policy = TorchRLPolicy(experiment.policy, name=f"benchmarl-{args.algorithm}")
-    seeds = list(range(1000, 1000 + args.eval_episodes))
-    records = evaluate_policies(config, [FedAvgPolicy(), RandomPolicy(), policy], seeds, progress=False)
-    print(format_table(summarise(per_episode_metrics(records))))
-    write_results(out, records, config)
+    compare(config, [FedAvgPolicy(), RandomPolicy(), policy], list(range(1000, 1000 + args.eval_episodes)), out)
     print(f"results in {out}")
 
 

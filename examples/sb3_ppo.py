@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from fedenv.config import EnvConfig
-from fedenv.evaluation import evaluate_policies, format_table, per_episode_metrics, summarise, write_results
+from fedenv.evaluation import compare
 from fedenv.policies import FedAvgPolicy, RandomPolicy
 from fedenv.wrappers import SB3Policy, sb3_vec_env
 
@@ -43,10 +43,7 @@ def main(argv=None) -> None:
     policy = SB3Policy(model, "MaskablePPO" if args.maskable else "PPO", "append", config)
     policy.save(out / "policy")
 
-    seeds = list(range(1000, 1000 + args.eval_episodes))
-    records = evaluate_policies(config, [FedAvgPolicy(), RandomPolicy(), policy], seeds, progress=False)
-    print(format_table(summarise(per_episode_metrics(records))))
-    write_results(out, records, config)
+    compare(config, [FedAvgPolicy(), RandomPolicy(), policy], list(range(1000, 1000 + args.eval_episodes)), out)
     print(f"policy saved to {out / 'policy'}; results in {out}")
 
 

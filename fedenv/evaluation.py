@@ -50,6 +50,19 @@ def evaluate_policies(
     return records
 
 
+def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out_dir: str | Path | None = None,
+            progress: bool = False, title: str = "") -> dict[str, list[EpisodeRecord]]:
+    """Evaluate ``policies`` on ``seeds``, print the summary table (after ``title``) and, with
+    ``out_dir``, write the result files (:func:`write_results`). Returns the records."""
+    records = evaluate_policies(env_config, policies, seeds, progress=progress)
+    print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
+    print(format_table(summarise(per_episode_metrics(records))))
+    if out_dir is not None:
+        paths = write_results(out_dir, records, env_config)
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return records
+
+
 def per_episode_metrics(records: dict[str, list[EpisodeRecord]], reference: str = "fedavg") -> dict[str, list[dict]]:
     """Metrics of every episode. ``rounds_to_fedavg``: first round reaching the reference policy's final
     accuracy on the same seed (NaN when never reached, or when the reference was not run)."""

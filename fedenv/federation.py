@@ -457,13 +457,12 @@ def train_together(requests: list[TrainRequest]) -> list[TrainResult]:
     if len(requests) == 1:
         return [train_batched(first.model, params[0], momentum[0], first.global_params, first.train_x,
                               first.train_y, schedules[0], first.config, first.grad_fn)]
-    else:
-        steps = max(s.index.shape[0] for s in schedules)
-        pad = lambda t: torch.cat([t, t.new_zeros(steps - t.shape[0], *t.shape[1:])])  # noqa: E731
-        schedule = Schedule(torch.cat([pad(s.index) for s in schedules], dim=1),
-                            torch.cat([pad(s.valid) for s in schedules], dim=1))
-        anchor = {n: torch.cat([a[n] for a in anchors]) for n in anchors[0]}
+    steps = max(s.index.shape[0] for s in schedules)
+    pad = lambda t: torch.cat([t, t.new_zeros(steps - t.shape[0], *t.shape[1:])])  # noqa: E731
+    schedule = Schedule(torch.cat([pad(s.index) for s in schedules], dim=1),
+                        torch.cat([pad(s.valid) for s in schedules], dim=1))
     joined = lambda parts: {n: torch.cat([part[n] for part in parts]) for n in parts[0]}  # noqa: E731
+    anchor = joined(anchors) if first.config.fedprox_mu else first.global_params  # per-client anchors for FedProx
     result = train_batched(first.model, joined(params), joined(momentum), anchor, first.train_x, first.train_y,
                            schedule, first.config, first.grad_fn)
     sizes = np.cumsum([0] + [len(r.clients) for r in requests])

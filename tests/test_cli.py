@@ -105,3 +105,18 @@ def test_bad_evaluate_flags_exit_with_a_one_line_error(argv, message, capsys):
         evaluate.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--dataset", "mnist", "--data-root", "/nonexistent/data"], "data_root='/nonexistent/data': no train-images"),
+    (["--num-clients", "0"], "num_clients=0 must be an integer >= 1"),
+    (["--vdn-gamma", "1.5"], "vdn gamma=1.5 must be in [0, 1]"),
+    (["--partition", "shards"], "partition='shards' is not known; allowed: fedmarl, dirichlet, iid, xclass"),
+])
+def test_bad_train_flags_fail_before_training_with_one_line(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main([*argv, "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in error
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
