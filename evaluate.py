@@ -15,7 +15,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from fedenv.cli import add_dataclass_arguments, env_config_from_args, parse_with_config_file
+from fedenv.cli import add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.config import EnvConfig
 from fedenv.evaluation import compare
 from fedenv.observation import feature_names
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, help="output folder (default: results/<timestamp>)")
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    add_dataclass_arguments(parser, EnvConfig)
+    add_env_arguments(parser)
     return parser
 
 

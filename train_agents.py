@@ -3,6 +3,7 @@
     python train_agents.py                       # embedded default federation (mnist5k, 10 clients)
     python train_agents.py --dataset mnist --data-root ../shared/data --episodes 2
     python train_agents.py --config my_run.yaml --seed 3
+    python train_agents.py --preset mnist-lenet --data-root ../shared/data   # a paper task (fedenv.presets)
 
 Writes under ``--run-dir`` (default ``runs/<timestamp>``): TensorBoard logs, ``checkpoint.pt`` (weights,
 env config, observation layout) and ``config.json``. At the end it prints the learned greedy policy
@@ -22,7 +23,9 @@ from agents.trainer import train_vdn
 from agents.vdn import VDNConfig
 from fedenv.config import EnvConfig
 from fedenv.data import load_dataset
-from fedenv.cli import add_dataclass_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file
+from fedenv.cli import (
+    add_dataclass_arguments, add_env_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file,
+)
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
 from fedenv.policies import FedAvgPolicy, RandomPolicy
@@ -47,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS),
                         help="held-out seeds of the final comparison (none to skip it)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    add_dataclass_arguments(parser, EnvConfig)
+    add_env_arguments(parser)
     add_dataclass_arguments(parser, VDNConfig, prefix="vdn-")
     return parser
 

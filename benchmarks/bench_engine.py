@@ -9,6 +9,7 @@ of local training as a fraction of a large matrix multiply's FLOP/s measured in 
     python benchmarks/bench_engine.py                          # CPU target: LeNet-5, 100 x 60 samples, 2 epochs
     python benchmarks/bench_engine.py --model mlp --clients 10 --samples 200
     python benchmarks/bench_engine.py --device cuda --clients 100
+    python benchmarks/bench_engine.py --model vgg6 --dataset cifar10 --data-root DIR --clients 10
 """
 
 from __future__ import annotations
@@ -51,13 +52,15 @@ def one_round(fed: Federation, clients: np.ndarray, epochs: int, train, seed: in
     indices = [fed.client_indices[c] for c in clients]
     params = {n: p.unsqueeze(0).repeat(len(clients), *[1] * p.dim()) for n, p in fed.global_params.items()}
     momentum = {n: torch.zeros_like(p) for n, p in params.items()}
+    buffers = {n: b.unsqueeze(0).repeat(len(clients), *[1] * b.dim()) for n, b in fed.global_buffers.items()}
     synchronize(fed.device)
     start = time.perf_counter()
     result = train(fed.model, params, momentum, fed.global_params, fed.train_x, fed.train_y,
-                   make_schedule(indices, 1, fed.config.batch_size, gens(0)), fed.config)
+                   make_schedule(indices, 1, fed.config.batch_size, gens(0), fed.drop_last), fed.config, buffers)
     if epochs > 1:
         result = train(fed.model, result.params, result.momentum, fed.global_params, fed.train_x, fed.train_y,
-                       make_schedule(indices, epochs - 1, fed.config.batch_size, gens(1)), fed.config)
+                       make_schedule(indices, epochs - 1, fed.config.batch_size, gens(1), fed.drop_last), fed.config,
+                       result.buffers)
     synchronize(fed.device)
     trained = time.perf_counter()
     fed.aggregate(clients, result)

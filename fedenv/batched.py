@@ -1,9 +1,11 @@
 """Per-client gradient functions for the batched engine: one call computes every client's gradient.
 
-All share one contract, ``f(params, x, y, valid) -> (grads, ce)``: ``params`` and ``grads`` map names
-to ``(K, *shape)`` stacked tensors, ``x`` is ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``,
-and ``ce`` ``(K, B)`` the per-sample cross-entropies (0 where padded). The gradient is that of each
-client's mean loss over its valid samples. Three implementations, tested against each other and against
+All share one contract, ``f(params, buffers, x, y, valid) -> (grads, ce)``: ``params``, ``buffers``
+(BatchNorm running statistics; empty for models without) and ``grads`` map names to ``(K, *shape)``
+stacked tensors, ``x`` is ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, and ``ce`` ``(K, B)``
+the per-sample cross-entropies (0 where padded). The gradient is that of each client's mean loss over
+its valid samples; the buffers are updated in place as each client's own training-mode forward pass
+would update them. Three implementations, tested against each other and against
 the per-client reference loop:
 
 - :func:`vmap_grad_fn`, the general path: ``torch.func.vmap(grad(loss))`` over any module;
@@ -26,8 +28,8 @@ from fedenv.models import MLP
 ENGINES = ("auto", "vmap")
 
 
-def _batch_loss(model, params, x, y, valid):
-    logits = functional_call(model, params, (x,))
+def _batch_loss(model, params, buffers, x, y, valid):
+    logits = functional_call(model, (params, buffers), (x,))
     ce = F.cross_entropy(logits, y, reduction="none") * valid
     return ce.sum() / valid.sum().clamp(min=1), ce
 
@@ -36,11 +38,11 @@ def vmap_grad_fn(model: nn.Module):
     """General path: ``torch.func.vmap(grad(loss))`` over the client dimension.
 
     Returns:
-        ``f(params, x, y, valid) -> (grads, ce)`` with ``params``/``grads`` ``name -> (K, *shape)``,
-        ``x`` ``(K, B, *input_shape)``, ``y`` and ``valid`` ``(K, B)``, ``ce`` ``(K, B)`` the per-sample
-        cross-entropies (0 where padded). The gradient is that of each client's mean batch loss.
+        ``f(params, buffers, x, y, valid) -> (grads, ce)`` (the contract of the module docstring).
+        BatchNorm buffers are stacked per client, so each client's running statistics are updated
+        from its own batch only.
     """
-    return vmap(grad(lambda p, xb, yb, vb: _batch_loss(model, p, xb, yb, vb), has_aux=True))
+    return vmap(grad(lambda p, b, xb, yb, vb: _batch_loss(model, p, b, xb, yb, vb), has_aux=True))
 
 
 def mlp_grad_fn(model: MLP):
@@ -50,7 +52,7 @@ def mlp_grad_fn(model: MLP):
     names = [name for name, m in model.net.named_children() if isinstance(m, nn.Linear)]
     keys = [(f"net.{n}.weight", f"net.{n}.bias") for n in names]
 
-    def f(params, x, y, valid):
+    def f(params, buffers, x, y, valid):
         k, b = y.shape
         activations = [x.reshape(k, b, -1)]
         pre = []
@@ -122,7 +124,7 @@ def stacked_grad_fn(model: nn.Module, layers: list[tuple[str, nn.Module]]):
                 h = torch.baddbmm(params[f"{name}.bias"].unsqueeze(1), h, params[f"{name}.weight"].transpose(1, 2))
         return h
 
-    def f(params, x, y, valid):
+    def f(params, buffers, x, y, valid):
         leaves = {n: p.detach().requires_grad_(True) for n, p in params.items()}
         with torch.enable_grad():
             logits = forward(leaves, x)

@@ -6,6 +6,9 @@ given seeds, and return ``w2 = share * A / L`` and ``w3 = share * A / C`` (``w1 
 latency and upload terms are then each ``share`` (our default a quarter) of its accuracy term.
 
     python -m fedenv.calibrate --seeds 10000 10001 10002 10003 10004
+    python -m fedenv.calibrate --preset mnist-lenet --data-root ../shared/data
+
+Environment flags (and ``--preset``) are those of ``train_agents.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import dataclasses
 
 import numpy as np
 
+from fedenv.cli import add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.policies import FedAvgPolicy
@@ -46,8 +50,13 @@ def main(argv=None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(CALIBRATION_SEEDS))
     parser.add_argument("--share", type=float, default=0.25)
+    add_env_arguments(parser)
     args = parser.parse_args(argv)
-    result = calibrate_weights(EnvConfig(), args.seeds, args.share)
+    try:
+        config = env_config_from_args(args)
+    except ValueError as error:
+        parser.error(str(error))
+    result = calibrate_weights(config, args.seeds, args.share)
     for key, value in result.items():
         print(f"{key}: {value:.6g}")
 

@@ -2,7 +2,8 @@
 
 Every :class:`~fedenv.config.EnvConfig` field ``name`` becomes a flag ``--name-with-dashes``. A
 ``--config FILE`` (YAML or JSON mapping flag names, with dashes or underscores, to values) sets
-defaults; flags given on the command line win over the file.
+defaults; flags given on the command line win over the file. ``--preset NAME`` (:mod:`fedenv.presets`)
+sets a paper task's fields first; other flags override them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from fedenv.config import EnvConfig
+from fedenv.presets import PRESETS, apply_preset
 
 
 def _flag_type(hint):
@@ -56,8 +58,18 @@ def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = 
     return dataclasses.replace(base, **values)
 
 
+def add_env_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--preset`` and one flag per :class:`EnvConfig` field."""
+    parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                        help="paper task preset (fedenv.presets); other flags override its values")
+    add_dataclass_arguments(parser, EnvConfig)
+
+
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:
-    """The validated :class:`EnvConfig` of the parsed flags."""
+    """The validated :class:`EnvConfig` of the parsed flags: ``base`` (default :class:`EnvConfig`), then
+    the ``--preset`` fields, then the flags given."""
+    if getattr(args, "preset", None):
+        base = apply_preset(args.preset, base)
     return dataclass_from_args(EnvConfig, args, base).validate()
 
 

@@ -22,14 +22,16 @@ from fedenv.traces import TRACE_MODES
 class EnvConfig:
     """Configuration of :class:`fedenv.env.ClientSelectionEnv`.
 
-    Federation: ``dataset`` (``mnist5k`` embedded, ``mnist``, ``fashion-mnist``), ``data_root``
-    (torchvision-layout folder), ``download``; ``partition`` (``fedmarl``, ``dirichlet``, ``iid``) with
+    Federation: ``dataset`` (``mnist5k`` embedded, ``mnist``, ``fashion-mnist``, ``cifar10``,
+    ``shakespeare``), ``data_root`` (torchvision-layout folder; LEAF's for Shakespeare), ``download``;
+    ``partition`` (``fedmarl``, ``dirichlet``, ``iid``, ``xclass``, ``natural``: one user per client) with
     ``dominant_fraction`` (fedmarl, FedMarl's 0.8), ``size_exponent`` (fedmarl power law, our default
     0.5), ``dirichlet_alpha`` and ``min_client_size``; ``xclass`` (FedAdp's setting) with
     ``xclass_classes`` x, ``xclass_noniid_clients`` and ``xclass_samples`` per client; ``val_fraction`` of the training set held out as
     the server's validation split (our default 0.1).
 
-    Training: ``model`` (``mlp``, ``lenet5``), ``num_clients`` K, ``clients_per_round`` (candidates per
+    Training: ``model`` (``mlp``, ``lenet5``, ``resnet18``, ``vgg6``, ``lstm``; :mod:`fedenv.models`),
+    ``num_clients`` K, ``clients_per_round`` (candidates per
     round), ``num_rounds`` T, ``local_epochs`` E (the first is the probing epoch), ``batch_size``,
     ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``; ``aggregation`` (``fedavg``, ``fedpdp``,
     ``fedca``, ``fedadp``; :mod:`fedenv.aggregators`) with ``fedca_score`` (``acc`` or ``ce``, our

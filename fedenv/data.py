@@ -10,15 +10,25 @@ Datasets
     The full sets (60,000 training / 10,000 test images) from a folder in torchvision's layout:
     ``<data_root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]`` (``FashionMNIST`` for
     Fashion-MNIST). With ``download=True`` torchvision fetches the files into that folder first.
+``cifar10``
+    CIFAR-10 (50,000 / 10,000 colour 32x32 images) from ``<data_root>/cifar-10-batches-py/`` as
+    torchvision downloads it (:func:`fedenv.readers.read_cifar10`).
+``shakespeare``
+    LEAF's Shakespeare next-character task from ``<data_root>/shakespeare/data/{train,test}/*.json``
+    (:func:`fedenv.readers.read_leaf_shakespeare`); every training sample keeps its user, so the
+    ``natural`` partitioner can give each client one user's lines. No download: run LEAF's
+    ``preprocess.sh``.
 
-Images are returned as float32 tensors of shape ``(N, 1, 28, 28)``, standardised with the training
-set's mean and standard deviation; labels as int64 tensors of shape ``(N,)``.
+Images are returned as float32 tensors of shape ``(N, C, H, W)``, standardised with the training
+set's mean and standard deviation (per channel for colour images); character windows as int64
+``(N, T)``; labels as int64 tensors of shape ``(N,)``.
 
 Partitioners
 ------------
 Each partitioner maps the labels of the client pool to one index array per client (indices into the
 pool). ``fedmarl`` (our default), ``dirichlet`` (Yurochkin et al., ICML 2019), ``iid`` and ``xclass``
-(FedAdp's x-class non-IID setting); see their docstrings. The server's validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
+(FedAdp's x-class non-IID setting) partition by label; ``natural`` gives each client the samples of
+one user of a dataset that records them (LEAF's partition); see their docstrings. The server's validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
 the training set before partitioning, by :func:`split_validation`.
 """
 
@@ -32,6 +42,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fedenv.readers import LEAF_LETTERS, read_cifar10, read_leaf_shakespeare
+
 MNIST5K_TEST_PER_CLASS = 100
 MNIST5K_SPLIT_SEED = 0
 
@@ -42,7 +54,7 @@ _IDX_FILES = {
     "test_x": "t10k-images-idx3-ubyte",
     "test_y": "t10k-labels-idx1-ubyte",
 }
-DATASETS = ("mnist5k", "mnist", "fashion-mnist")
+DATASETS = ("mnist5k", "mnist", "fashion-mnist", "cifar10", "shakespeare")
 
 
 @dataclass(frozen=True)
@@ -51,11 +63,14 @@ class Dataset:
 
     Attributes:
         name: dataset name (one of :data:`DATASETS`).
-        train_x: float32 ``(N_train, 1, 28, 28)``, standardised with the training mean and std.
+        train_x: float32 ``(N_train, C, H, W)`` images, standardised with the training mean and std,
+            or int64 ``(N_train, T)`` character windows.
         train_y: int64 ``(N_train,)``.
-        test_x: float32 ``(N_test, 1, 28, 28)``, standardised with the training mean and std.
+        test_x: as ``train_x``, ``(N_test, ...)``.
         test_y: int64 ``(N_test,)``.
-        num_classes: number of labels (10 for every dataset here).
+        num_classes: number of labels (10 for the image sets, 80 characters for ``shakespeare``).
+        train_owner: int64 ``(N_train,)`` user of each training sample, or None where the dataset
+            records none (the ``natural`` partitioner needs it).
     """
 
     name: str
@@ -64,10 +79,11 @@ class Dataset:
     test_x: torch.Tensor
     test_y: torch.Tensor
     num_classes: int
+    train_owner: np.ndarray | None = None
 
     @property
     def input_shape(self) -> tuple[int, ...]:
-        """Shape of one input, ``(channels, height, width)``."""
+        """Shape of one input: ``(channels, height, width)`` or ``(T,)``."""
         return tuple(self.train_x.shape[1:])
 
 
@@ -76,26 +92,63 @@ def load_dataset(name: str, data_root: str | None = None, download: bool = False
 
     Args:
         name: one of :data:`DATASETS`.
-        data_root: folder in torchvision's layout, needed for ``mnist`` and ``fashion-mnist``.
-        download: let torchvision download missing files into ``data_root`` (needs a network).
+        data_root: folder in torchvision's layout (LEAF's for ``shakespeare``), needed for every
+            dataset but ``mnist5k``.
+        download: let torchvision download missing files into ``data_root`` (needs a network; not for
+            ``shakespeare``).
 
     Returns:
         The :class:`Dataset`. Loads are cached per ``(name, data_root)``.
 
     Raises:
-        ValueError: unknown name, or ``data_root`` missing for a folder dataset.
-        FileNotFoundError: the idx files are not where torchvision's layout puts them.
+        ValueError: unknown name, ``data_root`` missing for a folder dataset, ``download`` for
+            ``shakespeare``, or a malformed file.
+        FileNotFoundError: the files are not where the dataset's layout puts them.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(DATASETS)}")
     if name == "mnist5k":
         return _load_mnist5k()
     if data_root is None:
-        raise ValueError(
-            f"dataset {name!r} needs --data-root: a folder holding "
-            f"{_TORCHVISION_FOLDERS[name]}/raw/ in torchvision's layout (or add --download)"
-        )
-    return _load_torchvision_layout(name, str(Path(data_root).expanduser().resolve()), download)
+        raise ValueError(f"dataset {name!r} needs --data-root: a folder holding {_LAYOUTS[name]} (or add --download)")
+    root = str(Path(data_root).expanduser().resolve())
+    if name == "cifar10":
+        return _load_cifar10(root, download)
+    if name == "shakespeare":
+        if download:
+            raise ValueError("dataset 'shakespeare' cannot be downloaded here: run LEAF's shakespeare/preprocess.sh")
+        return _load_shakespeare(root)
+    return _load_torchvision_layout(name, root, download)
+
+
+_LAYOUTS = {
+    "mnist": "MNIST/raw/ in torchvision's layout", "fashion-mnist": "FashionMNIST/raw/ in torchvision's layout",
+    "cifar10": "cifar-10-batches-py/ in torchvision's layout",
+    "shakespeare": "LEAF's shakespeare/data/{train,test}/*.json",
+}
+
+
+@functools.lru_cache(maxsize=2)
+def _load_cifar10(data_root: str, download: bool) -> Dataset:
+    if download:
+        from torchvision import datasets
+
+        for train in (True, False):
+            datasets.CIFAR10(data_root, train=train, download=True)
+    arrays = read_cifar10(data_root)
+    train = torch.as_tensor(arrays["train_x"], dtype=torch.float32) / 255.0
+    test = torch.as_tensor(arrays["test_x"], dtype=torch.float32) / 255.0
+    mean, std = train.mean(dim=(0, 2, 3), keepdim=True), train.std(dim=(0, 2, 3), keepdim=True)
+    return Dataset("cifar10", (train - mean) / std, torch.as_tensor(arrays["train_y"]), (test - mean) / std,
+                   torch.as_tensor(arrays["test_y"]), num_classes=10)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_shakespeare(data_root: str) -> Dataset:
+    arrays = read_leaf_shakespeare(data_root)
+    return Dataset("shakespeare", torch.as_tensor(arrays["train_x"]), torch.as_tensor(arrays["train_y"]),
+                   torch.as_tensor(arrays["test_x"]), torch.as_tensor(arrays["test_y"]), num_classes=len(LEAF_LETTERS),
+                   train_owner=arrays["train_owner"])
 
 
 @functools.lru_cache(maxsize=4)
@@ -473,6 +526,31 @@ def partition_xclass(
     return _draw_shards(labels, classes, counts, rng)
 
 
+def partition_natural(owners: np.ndarray, num_clients: int, rng: np.random.Generator,
+                      min_size: int = 10) -> list[np.ndarray]:
+    """LEAF's natural partition: each client is one user, drawn at random among the users holding at
+    least ``min_size`` samples.
+
+    Args:
+        owners: int array ``(N,)``: the user of each sample (:attr:`Dataset.train_owner`).
+
+    Returns:
+        One sorted index array (into ``owners``) per client: all the samples of its user.
+
+    Raises:
+        ValueError: fewer than ``num_clients`` users hold ``min_size`` samples (names both counts).
+    """
+    users, counts = np.unique(owners, return_counts=True)
+    eligible = users[counts >= min_size]
+    if len(eligible) < num_clients:
+        raise ValueError(
+            f"natural partition: num_clients={num_clients} but only {len(eligible)} users hold >= "
+            f"min_client_size={min_size} samples"
+        )
+    return [np.flatnonzero(owners == user) for user in rng.choice(eligible, num_clients, replace=False)]
+
+
 PARTITIONERS = {
     "fedmarl": partition_fedmarl, "dirichlet": partition_dirichlet, "iid": partition_iid, "xclass": partition_xclass,
+    "natural": partition_natural,
 }

@@ -84,6 +84,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.device = resolve_device(cfg.device)
         self.dataset = _dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download)
         self._train_labels = self.dataset.train_y.cpu().numpy()
+        if cfg.partition == "natural" and self.dataset.train_owner is None:
+            raise ValueError(f"partition='natural' needs a dataset that records users (shakespeare), not {cfg.dataset!r}")
         self.trace = load_trace(cfg.trace)
         if cfg.num_clients > len(self.trace.clients):
             raise ValueError(
@@ -91,7 +93,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             )
         probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
         self.model_parameters = count_parameters(probe_model)
-        self.model_macs = count_macs(probe_model, self.dataset.input_shape)
+        self.model_macs = count_macs(probe_model, self.dataset.input_shape, self.dataset.train_x.dtype)
         self.model_bits = 32 * self.model_parameters
         self.upload_mb = self.model_bits / 8 / 1e6
         self.reference_latency_s = self._reference_latency_s()
@@ -290,6 +292,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         elif cfg.partition == "xclass":
             kwargs = {"classes_per_client": cfg.xclass_classes, "noniid_clients": cfg.xclass_noniid_clients,
                       "samples_per_client": cfg.xclass_samples}
+        elif cfg.partition == "natural":
+            labels, kwargs = self.dataset.train_owner[pool], {"min_size": cfg.min_client_size}
         else:
             kwargs = {}
         shards = PARTITIONERS[cfg.partition](labels, cfg.num_clients, rng, **kwargs)

@@ -14,7 +14,7 @@ the same minibatches to both.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -23,10 +23,12 @@ from torch import nn
 from torch.func import functional_call
 
 from fedenv.aggregators import (
-    AggregationResult, fedadp_weights, fedavg_weights, fedca_subset, fedpdp_weights, weighted_average, weighted_sum,
+    AggregationResult, fedadp_weights, fedavg_weights, fedca_subset, fedpdp_weights, weighted_average,
+    weighted_sum,
 )
 from fedenv.data import Dataset
 from fedenv.batched import batched_grad_fn
+from fedenv.models import has_batchnorm
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,16 @@ class Schedule:
 
 
 def make_schedule(
-    client_indices: list[np.ndarray], epochs: int, batch_size: int, generators: list[torch.Generator]
+    client_indices: list[np.ndarray], epochs: int, batch_size: int, generators: list[torch.Generator],
+    drop_last: bool = False,
 ) -> Schedule:
     """Minibatch schedule of ``epochs`` local epochs for each client.
 
     Each epoch visits a client's samples once in a fresh random order, in batches of ``batch_size``
-    (the last one partial), like a shuffling ``DataLoader`` with ``drop_last=False``. A client's epochs
-    follow each other without gaps; clients with less data finish early and are padded.
+    (the last one partial), like a shuffling ``DataLoader`` with ``drop_last=False``; with
+    ``drop_last=True`` the partial batch is left out (as models with BatchNorm need: batch statistics
+    over a padded batch would not be the client's own). A client's epochs follow each other without
+    gaps; clients with less data finish early and are padded.
 
     Args:
         client_indices: one int array of training-set indices per client.
@@ -107,9 +112,9 @@ def make_schedule(
         batches = []
         for _ in range(epochs):
             order = indices[torch.randperm(len(indices), generator=generator)]
-            batches.extend(order.split(batch_size))
+            batches.extend(b for b in order.split(batch_size) if len(b) == batch_size or not drop_last)
         batches_per_client.append(batches)
-    steps = max(len(b) for b in batches_per_client)
+    steps = max(max(len(b) for b in batches_per_client), 1)
     index = torch.zeros(steps, len(client_indices), batch_size, dtype=torch.int64)
     valid = torch.zeros(steps, len(client_indices), batch_size, dtype=torch.bool)
     for k, batches in enumerate(batches_per_client):
@@ -130,6 +135,7 @@ class TrainResult:
             with the weights before that sample's step.
         loss_sq_sum: ``(K,)`` the same sum of squared cross-entropies (Oort's statistical utility).
         samples: ``(K,)`` number of samples visited.
+        buffers: ``name -> (K, *shape)`` BatchNorm running statistics (empty for models without).
     """
 
     params: dict[str, torch.Tensor]
@@ -137,13 +143,15 @@ class TrainResult:
     loss_sum: torch.Tensor
     loss_sq_sum: torch.Tensor
     samples: torch.Tensor
+    buffers: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def finite(self) -> torch.Tensor:
-        """``(K,)`` bool: True where every parameter of the client's model is finite."""
+        """``(K,)`` bool: True where every parameter and running statistic of the client's model is finite."""
         k = self.loss_sum.shape[0]
         ok = torch.ones(k, dtype=torch.bool, device=self.loss_sum.device)
-        for p in self.params.values():  # a sum is finite only if every term is (or it overflowed: diverged)
-            ok &= torch.isfinite(p.flatten(1).sum(dim=1)).to(ok.device)
+        floats = [t for t in [*self.params.values(), *self.buffers.values()] if t.is_floating_point()]
+        for t in floats:  # a sum is finite only if every term is (or it overflowed: diverged)
+            ok &= torch.isfinite((t if t.dim() > 1 else t.unsqueeze(1)).flatten(1).sum(dim=1)).to(ok.device)
         return ok
 
     def rows(self, rows) -> "TrainResult":
@@ -151,7 +159,7 @@ class TrainResult:
         rows = torch.as_tensor(rows, dtype=torch.int64)
         pick = lambda d: {k: v[rows.to(v.device)] for k, v in d.items()}  # noqa: E731
         return TrainResult(pick(self.params), pick(self.momentum), self.loss_sum[rows], self.loss_sq_sum[rows],
-                           self.samples[rows])
+                           self.samples[rows], pick(self.buffers))
 
 
 def train_batched(
@@ -163,6 +171,7 @@ def train_batched(
     y: torch.Tensor,
     schedule: Schedule,
     config: LocalTrainingConfig,
+    buffers: dict[str, torch.Tensor] | None = None,
     grad_fn=None,
 ) -> TrainResult:
     """Local SGD of ``K`` clients at once (one batched gradient computation per step).
@@ -176,6 +185,8 @@ def train_batched(
         x: ``(N, *input_shape)`` training inputs on the engine's device; ``y``: ``(N,)`` labels.
         schedule: minibatch schedule with ``K`` clients.
         config: optimiser settings.
+        buffers: ``name -> (K, *shape)`` starting BatchNorm running statistics of each client (None:
+            the model has none).
         grad_fn: per-client gradient function (default :func:`batched_grad_fn` of ``model``).
 
     Returns:
@@ -194,14 +205,17 @@ def train_batched(
     permute = (lambda t: t.clone()) if sorted_already else (lambda t: t[to_device])  # noqa: E731
     params = {name: permute(p) for name, p in params.items()}
     momentum = {name: permute(b) for name, b in momentum.items()}
+    buffers = {name: permute(b) for name, b in (buffers or {}).items()}
     anchor = {name: permute(a) if a.dim() == params[name].dim() else a for name, a in global_params.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
     loss_sq_sum = torch.zeros(k, device=device, dtype=torch.float64)
     index, valid = schedule.index[:, order].to(device), schedule.valid[:, order].to(device)
+    dtype = next(iter(params.values())).dtype
     for step, n in enumerate(active_counts):
         views = {name: p[:n] for name, p in params.items()}
-        grads, ce = per_client_grad(views, x[index[step, :n]], y[index[step, :n]], valid[step, :n].to(x.dtype))
+        grads, ce = per_client_grad(views, {name: b[:n] for name, b in buffers.items()}, x[index[step, :n]],
+                                    y[index[step, :n]], valid[step, :n].to(dtype))
         ce = ce.double()
         loss_sum[:n] += ce.sum(dim=1)
         loss_sq_sum[:n] += (ce * ce).sum(dim=1)
@@ -217,11 +231,12 @@ def train_batched(
             p.add_(g, alpha=-config.lr)
     samples = valid.sum(dim=(0, 2)).cpu().double()
     if sorted_already:
-        return TrainResult(params, momentum, loss_sum, loss_sq_sum, samples)
+        return TrainResult(params, momentum, loss_sum, loss_sq_sum, samples, buffers)
     inverse = torch.argsort(order)
     back = inverse.to(device)
-    return TrainResult({n: p[back] for n, p in params.items()}, {n: b[back] for n, b in momentum.items()},
-                       loss_sum[back], loss_sq_sum[back], samples[inverse])
+    unsort = lambda d: {n: t[back] for n, t in d.items()}  # noqa: E731
+    return TrainResult(unsort(params), unsort(momentum), loss_sum[back], loss_sq_sum[back], samples[inverse],
+                       unsort(buffers))
 
 
 def train_reference(
@@ -233,11 +248,14 @@ def train_reference(
     y: torch.Tensor,
     schedule: Schedule,
     config: LocalTrainingConfig,
+    buffers: dict[str, torch.Tensor] | None = None,
 ) -> TrainResult:
     """The plain per-client loop with ``torch.optim.SGD``; same arguments and result as
     :func:`train_batched`. Slow by design: the reference for tests and benchmarks."""
+    buffers = buffers or {}
     out_params = {name: torch.empty_like(p) for name, p in params.items()}
     out_momentum = {name: torch.empty_like(p) for name, p in params.items()}
+    out_buffers = {name: torch.empty_like(b) for name, b in buffers.items()}
     k = schedule.index.shape[1]
     loss_sum = torch.zeros(k, dtype=torch.float64)
     loss_sq_sum = torch.zeros(k, dtype=torch.float64)
@@ -246,6 +264,9 @@ def train_reference(
         with torch.no_grad():
             for name, p in local.named_parameters():
                 p.copy_(params[name][client])
+            for name, b in local.named_buffers():
+                b.copy_(buffers[name][client])
+        local.train()
         optimizer = torch.optim.SGD(
             local.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
         )
@@ -272,8 +293,10 @@ def train_reference(
             out_momentum[name][client] = (
                 optimizer.state[p]["momentum_buffer"] if config.momentum else torch.zeros_like(p)
             )
+        for name, b in local.named_buffers():
+            out_buffers[name][client] = b
     return TrainResult(out_params, out_momentum, loss_sum.to(x.device), loss_sq_sum.to(x.device),
-                       schedule.valid.sum(dim=(0, 2)).double())
+                       schedule.valid.sum(dim=(0, 2)).double(), out_buffers)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -329,6 +352,14 @@ class Federation:
         self.client_indices = [np.asarray(i) for i in client_indices]
         self.data_sizes = np.array([len(i) for i in self.client_indices], dtype=np.float64)
         self.global_params = {name: p.detach().clone() for name, p in self.model.named_parameters()}
+        self.global_buffers = {name: b.detach().clone() for name, b in self.model.named_buffers()}
+        self.drop_last = has_batchnorm(self.model)
+        if self.drop_last and self.data_sizes.min() < config.batch_size:
+            small = sorted(int(n) for n in self.data_sizes if n < config.batch_size)
+            raise ValueError(
+                f"the model has BatchNorm, so clients train on full minibatches only, but clients hold {small} "
+                f"samples < batch_size={config.batch_size}: lower batch_size or raise min_client_size"
+            )
         self.aggregation = aggregation
         validation = torch.as_tensor(np.asarray(validation_indices, dtype=np.int64), device=device)
         self.validation_x, self.validation_y = self.train_x[validation], self.train_y[validation]
@@ -352,7 +383,9 @@ class Federation:
         """Replace the global model by the configured rule's aggregate of ``result`` (rows = ``clients``).
 
         Uploads holding a non-finite value (diverged local training) are left out first; with no usable
-        upload the global model is unchanged. See :mod:`fedenv.aggregators` for the rules.
+        upload the global model is unchanged. See :mod:`fedenv.aggregators` for the rules. BatchNorm
+        running statistics are averaged with the rule's weights normalised to sum to 1 (DESIGN.md
+        section 5; ``num_batches_tracked`` rounded to an integer).
 
         Returns:
             The rule's :class:`~fedenv.aggregators.AggregationResult` (rows refer to ``clients``).
@@ -361,7 +394,8 @@ class Federation:
         usable = np.flatnonzero(result.finite().cpu().numpy())
         if len(usable) == 0:
             return AggregationResult(self.global_params, np.zeros(0, dtype=np.int64), np.zeros(0), usable)
-        stacked = result.rows(usable).params
+        picked = result.rows(usable)
+        stacked = picked.params
         ids = clients[usable]
         rule = self.aggregation.rule
         if rule == "fedavg":
@@ -380,18 +414,24 @@ class Federation:
         else:
             kept = np.arange(len(ids))
             if rule == "fedca":
-                logits = self.logits(stacked, self.validation_x)
+                logits = self.logits(stacked, self.validation_x, picked.buffers)
                 kept = fedca_subset(logits, self.validation_y, self.aggregation.fedca_score)
             weights = fedpdp_weights(self.data_sizes[ids[kept]], self.data_sizes.sum(), len(self.client_indices))
             self.global_params = weighted_sum({n: v[torch.as_tensor(kept, device=v.device)] for n, v in stacked.items()},
                                               weights)
+        if picked.buffers:
+            self.global_buffers = weighted_average(
+                {n: b[torch.as_tensor(kept, device=b.device)] for n, b in picked.buffers.items()}, weights)
         return AggregationResult(self.global_params, usable[kept], weights, usable)
 
     @torch.no_grad()
-    def logits(self, stacked: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        """``(K, N, C)`` logits of each stacked model on inputs ``x`` ``(N, *input_shape)``."""
+    def logits(self, stacked: dict[str, torch.Tensor], x: torch.Tensor,
+               buffers: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """``(K, N, C)`` logits of each stacked model (``buffers``: its stacked BatchNorm statistics)
+        on inputs ``x`` ``(N, *input_shape)``, in evaluation mode."""
+        buffers = buffers or {}
         return torch.stack([
-            functional_call(self.model, {n: v[i] for n, v in stacked.items()}, (x,))
+            self._inference({n: v[i] for n, v in stacked.items()}, {n: b[i] for n, b in buffers.items()}, x)
             for i in range(next(iter(stacked.values())).shape[0])
         ])
 
@@ -401,10 +441,18 @@ class Federation:
         correct, loss = 0, 0.0
         for start in range(0, len(self.test_y), chunk):
             xb, yb = self.test_x[start : start + chunk], self.test_y[start : start + chunk]
-            logits = functional_call(self.model, self.global_params, (xb,))
+            logits = self._inference(self.global_params, self.global_buffers, xb)
             correct += int((logits.argmax(dim=1) == yb).sum())
             loss += float(F.cross_entropy(logits, yb, reduction="sum"))
         return correct / len(self.test_y), loss / len(self.test_y)
+
+    def _inference(self, params, buffers, x):
+        """Evaluation-mode forward pass (BatchNorm uses its running statistics)."""
+        self.model.eval()
+        try:
+            return functional_call(self.model, (params, buffers), (x,))
+        finally:
+            self.model.train()
 
 
 @dataclass
@@ -438,25 +486,28 @@ def train_together(requests: list[TrainRequest]) -> list[TrainResult]:
         One :class:`TrainResult` per request, in order.
     """
     first = requests[0].federation
-    schedules, params, momentum, anchors = [], [], [], []
+    schedules, params, momentum, buffers, anchors = [], [], [], [], []
     for request in requests:
         fed = request.federation
         if fed.config != first.config or fed.train_x is not first.train_x:
             raise ValueError("requests trained together must share training data and optimiser settings")
         indices = [fed.client_indices[c] for c in request.clients]
-        schedules.append(make_schedule(indices, request.epochs, fed.config.batch_size, request.generators))
+        schedules.append(make_schedule(indices, request.epochs, fed.config.batch_size, request.generators,
+                                       fed.drop_last))
         k = len(request.clients)
         if request.start is None:
             params.append({n: p.unsqueeze(0).expand(k, *p.shape) for n, p in fed.global_params.items()})
             momentum.append({n: torch.zeros(k, *p.shape, dtype=p.dtype, device=p.device)
                              for n, p in fed.global_params.items()})
+            buffers.append({n: b.unsqueeze(0).repeat(k, *[1] * b.dim()) for n, b in fed.global_buffers.items()})
         else:
             params.append(request.start.params)
             momentum.append(request.start.momentum)
+            buffers.append(request.start.buffers)
         anchors.append({n: p.unsqueeze(0).expand(k, *p.shape) for n, p in fed.global_params.items()})
     if len(requests) == 1:
         return [train_batched(first.model, params[0], momentum[0], first.global_params, first.train_x,
-                              first.train_y, schedules[0], first.config, first.grad_fn)]
+                              first.train_y, schedules[0], first.config, buffers[0], first.grad_fn)]
     steps = max(s.index.shape[0] for s in schedules)
     pad = lambda t: torch.cat([t, t.new_zeros(steps - t.shape[0], *t.shape[1:])])  # noqa: E731
     schedule = Schedule(torch.cat([pad(s.index) for s in schedules], dim=1),
@@ -464,6 +515,6 @@ def train_together(requests: list[TrainRequest]) -> list[TrainResult]:
     joined = lambda parts: {n: torch.cat([part[n] for part in parts]) for n in parts[0]}  # noqa: E731
     anchor = joined(anchors) if first.config.fedprox_mu else first.global_params  # per-client anchors for FedProx
     result = train_batched(first.model, joined(params), joined(momentum), anchor, first.train_x, first.train_y,
-                           schedule, first.config, first.grad_fn)
+                           schedule, first.config, joined(buffers), first.grad_fn)
     sizes = np.cumsum([0] + [len(r.clients) for r in requests])
     return [result.rows(np.arange(sizes[i], sizes[i + 1])) for i in range(len(requests))]

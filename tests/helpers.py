@@ -39,3 +39,44 @@ def trace_document(clients: list[dict], macs: int = 1_000_000) -> dict:
     """A fedenv-trace document around the given client entries."""
     return {"format": "fedenv-trace", "version": 1,
             "reference_model": {"name": "test", "macs_per_sample": macs}, "clients": clients}
+
+
+def make_cifar10_folder(root: Path, per_batch: int, n_test: int, seed: int = 0) -> dict:
+    """A CIFAR-10 "python version" folder (5 training batches and a test batch, pickled as the real
+    files are: protocol 2, numpy uint8 data) with random images; returns the arrays."""
+    import pickle
+
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    for name, n in [*((f"data_batch_{i}", per_batch) for i in range(1, 6)), ("test_batch", n_test)]:
+        data = rng.integers(0, 256, (n, 3072)).astype(np.uint8)
+        labels = [int(v) for v in rng.integers(0, 10, n)]
+        (folder / name).write_bytes(pickle.dumps({b"data": data, b"labels": labels}, protocol=2))
+        arrays[name] = (data, labels)
+    return arrays
+
+
+LEAF_TEXT = "To be, or not to be: that is the question. Whether 'tis nobler in the mind to suffer\n"
+
+
+def make_leaf_folder(root: Path, samples_per_user: dict[str, int], window: int = 12, seed: int = 0) -> dict:
+    """LEAF Shakespeare train/test JSON files (``shakespeare/data/{train,test}/``) with windows of
+    ``LEAF_TEXT``; the test file holds 3 samples per user. Returns the train document."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    documents = {}
+    for split, counts in (("train", samples_per_user), ("test", {u: 3 for u in samples_per_user})):
+        user_data = {}
+        for user, n in counts.items():
+            starts = rng.integers(0, len(LEAF_TEXT) - window - 1, n)
+            user_data[user] = {"x": [LEAF_TEXT[s : s + window] for s in starts],
+                               "y": [LEAF_TEXT[s + window] for s in starts]}
+        document = {"users": list(counts), "num_samples": list(counts.values()), "user_data": user_data}
+        folder = root / "shakespeare" / "data" / split
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"all_data_{split}.json").write_text(json.dumps(document))
+        documents[split] = document
+    return documents["train"]

@@ -59,8 +59,8 @@ def test_fast_path_gradients_equal_vmap_gradients(mnist5k, model_name):
     assert (valid.sum(1) < 16).any()
     x, y = fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]]
     fast_fn = mlp_grad_fn(fed.model) if model_name == "mlp" else stacked_grad_fn(fed.model, stackable_layers(fed.model))
-    fast, fast_loss = fast_fn(params, x, y, valid)
-    general, general_loss = vmap_grad_fn(fed.model)(params, x, y, valid)
+    fast, fast_loss = fast_fn(params, {}, x, y, valid)
+    general, general_loss = vmap_grad_fn(fed.model)(params, {}, x, y, valid)
     assert fast_loss.shape == (6, 16) and (fast_loss[valid == 0] == 0).all()
     for name in params:
         assert torch.allclose(fast[name], general[name], atol=1e-6), name

@@ -1,0 +1,173 @@
+"""Readers of the on-disk formats of the larger benchmark datasets.
+
+``read_cifar10``
+    CIFAR-10 (Krizhevsky, 2009) in the "python version" layout that torchvision downloads:
+    ``<data_root>/cifar-10-batches-py/{data_batch_1..5,test_batch}``, each a pickled dict with ``data``
+    (uint8 ``(N, 3072)``, channel-major 32x32 images) and ``labels``. The pickles are read with a
+    restricted unpickler that admits only what a numpy array needs (no other class or function is
+    looked up, let alone called); torchvision's own reader uses plain ``pickle.load``.
+``read_leaf_shakespeare``
+    LEAF's Shakespeare next-character task (Caldas et al., arXiv 1812.01097): the JSON files that
+    LEAF's ``preprocess.sh`` writes to ``<data_root>/shakespeare/data/{train,test}/*.json``, each
+    ``{"users": [...], "user_data": {user: {"x": [80-character windows], "y": [next characters]}}}``.
+    Characters are indexed in LEAF's vocabulary :data:`LEAF_LETTERS`
+    (``models/utils/language_utils.py`` of the LEAF repository). Each sample keeps its user (speaking
+    role), LEAF's natural partition.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+LEAF_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR10_TEST_BATCH = "test_batch"
+
+
+def _numpy_globals() -> dict[tuple[str, str], object]:
+    """The globals a pickled numpy array names (protocols 2 to 5), under numpy 1 and 2 module names,
+    and the text-to-bytes codec that Python 3's protocol 2 uses for bytes."""
+    try:
+        from numpy._core.multiarray import _reconstruct
+        from numpy._core.numeric import _frombuffer
+    except ImportError:  # numpy < 2
+        from numpy.core.multiarray import _reconstruct
+        from numpy.core.numeric import _frombuffer
+    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+               ("_codecs", "encode"): codecs.encode}  # how Python 3 writes bytes under protocol 2
+    for package in ("numpy.core", "numpy._core"):
+        allowed[(f"{package}.multiarray", "_reconstruct")] = _reconstruct
+        allowed[(f"{package}.numeric", "_frombuffer")] = _frombuffer
+    return allowed
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    allowed = _numpy_globals()
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.allowed:
+            raise pickle.UnpicklingError(f"refused to load {module}.{name}: only numpy arrays and plain data are allowed")
+        return self.allowed[(module, name)]
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("refused a persistent reference")
+
+
+def read_cifar10_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """One CIFAR-10 python batch file.
+
+    Returns:
+        ``(images, labels)``: uint8 ``(N, 3, 32, 32)`` and int64 ``(N,)``.
+
+    Raises:
+        ValueError: the pickle names anything but numpy's array reconstruction, or lacks ``data`` /
+            ``labels`` of the right shapes and types.
+    """
+    path = Path(path)
+    try:
+        batch = _ArrayUnpickler(io.BytesIO(path.read_bytes()), encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as error:
+        raise ValueError(f"{path}: not a CIFAR-10 batch ({error})") from error
+    if not isinstance(batch, dict):
+        raise ValueError(f"{path}: expected a dict with data and labels, got {type(batch).__name__}")
+    batch = {key.decode() if isinstance(key, bytes) else key: value for key, value in batch.items()}
+    data, labels = batch.get("data"), batch.get("labels")
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise ValueError(f"{path}: 'data' must be a uint8 array of shape (N, 3072)")
+    labels = np.asarray(labels, dtype=np.int64) if isinstance(labels, list) else None
+    if labels is None or labels.shape != (len(data),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:
+        raise ValueError(f"{path}: 'labels' must be a list of {len(data)} labels in 0..9")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+def read_cifar10(data_root: str | Path) -> dict[str, np.ndarray]:
+    """CIFAR-10 from ``<data_root>/cifar-10-batches-py``.
+
+    Returns:
+        ``train_x`` uint8 ``(50000, 3, 32, 32)``, ``train_y`` int64 ``(50000,)``, ``test_x``, ``test_y``
+        (fewer for a smaller folder of the same layout).
+
+    Raises:
+        FileNotFoundError: a batch file is missing (names it and the expected layout).
+        ValueError: a batch file is malformed or unsafe.
+    """
+    folder = Path(data_root) / CIFAR10_FOLDER
+    for name in (*CIFAR10_TRAIN_BATCHES, CIFAR10_TEST_BATCH):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(
+                f"data_root={str(data_root)!r}: no {name} in {folder}; cifar10 must be in torchvision's layout "
+                f"<data_root>/{CIFAR10_FOLDER}/ (add --download to fetch it)"
+            )
+    train = [read_cifar10_batch(folder / name) for name in CIFAR10_TRAIN_BATCHES]
+    test_x, test_y = read_cifar10_batch(folder / CIFAR10_TEST_BATCH)
+    return {"train_x": np.concatenate([x for x, _ in train]), "train_y": np.concatenate([y for _, y in train]),
+            "test_x": test_x, "test_y": test_y}
+
+
+def _leaf_folder(data_root: Path, split: str) -> Path:
+    for folder in (data_root / "shakespeare" / "data" / split, data_root / split):
+        if folder.is_dir() and any(folder.glob("*.json")):
+            return folder
+    raise FileNotFoundError(
+        f"data_root={str(data_root)!r}: no LEAF {split} JSON files in {data_root / 'shakespeare' / 'data' / split} "
+        f"(or {data_root / split}); run LEAF's shakespeare/preprocess.sh and point --data-root at its data folder"
+    )
+
+
+def _encode(text: str, where: str) -> list[int]:
+    indices = [LEAF_LETTERS.find(c) for c in text]
+    if -1 in indices:
+        bad = text[indices.index(-1)]
+        raise ValueError(f"{where}: character {bad!r} is not in LEAF's Shakespeare vocabulary {LEAF_LETTERS!r}")
+    return indices
+
+
+def read_leaf_shakespeare(data_root: str | Path) -> dict[str, np.ndarray]:
+    """LEAF's Shakespeare JSON files (see the module docstring).
+
+    Returns:
+        ``train_x`` int64 ``(N, T)`` character ids, ``train_y`` int64 ``(N,)`` next-character ids,
+        ``train_owner`` int64 ``(N,)`` user number (users of the training files in order of appearance),
+        ``test_x``, ``test_y``; ``T`` is the window length (80 in LEAF).
+
+    Raises:
+        FileNotFoundError: no JSON files where LEAF writes them.
+        ValueError: a malformed file, windows of different lengths, a target that is not one character,
+            or a character outside :data:`LEAF_LETTERS` (names the file and user).
+    """
+    data_root = Path(data_root)
+    out = {}
+    for split in ("train", "test"):
+        xs, ys, owners, users = [], [], [], {}
+        for path in sorted(_leaf_folder(data_root, split).glob("*.json")):
+            try:
+                document = json.loads(path.read_text())
+                user_data = document["user_data"]
+                names = document.get("users", list(user_data))
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}: not a LEAF JSON file with users and user_data ({error})") from error
+            for user in names:
+                samples = user_data.get(user)
+                if not isinstance(samples, dict) or len(samples.get("x", ())) != len(samples.get("y", ())):
+                    raise ValueError(f"{path}: user {user!r} needs lists 'x' and 'y' of equal length")
+                owner = users.setdefault(user, len(users))
+                for window, target in zip(samples["x"], samples["y"]):
+                    if not isinstance(target, str) or len(target) != 1:
+                        raise ValueError(f"{path}: user {user!r}: target {target!r} must be one character")
+                    xs.append(_encode(window, f"{path}: user {user!r}"))
+                    ys.append(_encode(target, f"{path}: user {user!r}")[0])
+                    owners.append(owner)
+        if not xs or len({len(x) for x in xs}) != 1:
+            raise ValueError(f"{data_root}: LEAF {split} windows must be non-empty and of one length")
+        out[f"{split}_x"] = np.asarray(xs, dtype=np.int64)
+        out[f"{split}_y"] = np.asarray(ys, dtype=np.int64)
+        if split == "train":
+            out["train_owner"] = np.asarray(owners, dtype=np.int64)
+    return out
