@@ -13,6 +13,7 @@ against ``fedavg`` and ``random`` on held-out seeds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -22,7 +23,7 @@ from pathlib import Path
 from agents.trainer import train_vdn
 from agents.vdn import VDNConfig
 from fedenv.config import EnvConfig
-from fedenv.data import load_dataset
+from fedenv.env import ClientSelectionEnv
 from fedenv.cli import (
     add_dataclass_arguments, add_env_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file,
 )
@@ -36,13 +37,13 @@ HELD_OUT_SEEDS = (1000, 1001, 1002)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES, help="training episodes (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="run seed: training episodes use env seeds "
+    parser.add_argument("--episodes", type=int, default=None, help=f"training episodes (default: {DEFAULT_EPISODES})")
+    parser.add_argument("--seed", type=int, default=None, help="run seed (default 0): training episodes use env seeds "
                         "10000 + 1000000 * seed + episode; evaluation seeds 1000.. are never trained on")
     parser.add_argument("--run-dir", default=None, help="output folder (default: runs/<timestamp>)")
     parser.add_argument("--resume", default=None, metavar="RUN_DIR",
-                        help="continue the run in RUN_DIR from its last checkpoint (its config.json "
-                             "fixes the configuration; other configuration flags are ignored)")
+                        help="continue the run in RUN_DIR from its last checkpoint (its config.json fixes the "
+                             "configuration: --episodes, --seed, --preset, --config and configuration flags are refused)")
     parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
     parser.add_argument("--checkpoint-interval", type=int, default=25, help="episodes between checkpoints")
     parser.add_argument("--num-envs", type=int, default=1,
@@ -72,21 +73,34 @@ def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
         raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
 
 
+def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The configuration flags (episodes, seed, preset, config file, EnvConfig and VDNConfig fields)
+    given a value, as ``--flag`` strings."""
+    fields = {f.name for f in dataclasses.fields(EnvConfig)} | {f"vdn_{f.name}" for f in dataclasses.fields(VDNConfig)}
+    names = fields | {"episodes", "seed", "preset", "config"}
+    return [a.option_strings[0] for a in parser._actions if a.dest in names and getattr(args, a.dest, None) is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
     try:
         if args.resume:
+            given = configuration_flags_given(parser, args)
+            if given:
+                raise ValueError(f"--resume takes the configuration from {Path(args.resume) / 'config.json'}; "
+                                 f"drop {', '.join(given)} (start a new run to change them)")
             run_dir = Path(args.resume)
             env_config, vdn_config, episodes, seed = read_run_config(run_dir)
         else:
             run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             env_config = env_config_from_args(args)
             vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-").validate()
-            episodes, seed = args.episodes, args.seed
+            episodes = DEFAULT_EPISODES if args.episodes is None else args.episodes
+            seed = 0 if args.seed is None else args.seed
             if episodes < 1:
                 raise ValueError(f"--episodes={episodes} must be >= 1")
-        load_dataset(env_config.dataset, env_config.data_root, env_config.download)  # fail before any output
+        ClientSelectionEnv(env_config)  # data, trace, model and partition checks: fail before any output
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     if not args.resume:

@@ -10,6 +10,8 @@ of local training as a fraction of a large matrix multiply's FLOP/s measured in 
     python benchmarks/bench_engine.py --model mlp --clients 10 --samples 200
     python benchmarks/bench_engine.py --device cuda --clients 100
     python benchmarks/bench_engine.py --model vgg6 --dataset cifar10 --data-root DIR --clients 10
+    python benchmarks/bench_engine.py --model resnet18 --dataset fashion-mnist --data-root DIR --clients 3 \
+        --samples 16 --batch-size 8 --test-samples 200     # on a CPU, evaluation dominates without --test-samples
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 import torch
 
 from fedenv.batched import ENGINES, batched_grad_fn
-from fedenv.data import DATASETS, load_dataset
+from fedenv.data import DATASETS, load_dataset, subsample_test_split
 from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, resolve_device, train_batched, train_reference
 from fedenv.models import MODELS, build_model, count_macs
 
@@ -81,12 +83,14 @@ def main(argv=None) -> None:
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--engine", default="auto", choices=ENGINES, help="gradient path of the batched engine")
+    parser.add_argument("--test-samples", type=int, default=None,
+                        help="evaluate on a fixed subset of the test split (default: all of it)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--matmul-size", type=int, default=2048)
     args = parser.parse_args(argv)
 
     device = resolve_device(args.device)
-    data = load_dataset(args.dataset, args.data_root)
+    data = subsample_test_split(load_dataset(args.dataset, args.data_root), args.test_samples)
     rng = np.random.default_rng(0)
     n = len(data.train_y)
     client_indices = [np.sort(rng.choice(n, args.samples, replace=False)) for _ in range(args.clients)]

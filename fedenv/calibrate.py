@@ -6,9 +6,11 @@ given seeds, and return ``w2 = share * A / L`` and ``w3 = share * A / C`` (``w1 
 latency and upload terms are then each ``share`` (our default a quarter) of its accuracy term.
 
     python -m fedenv.calibrate --seeds 10000 10001 10002 10003 10004
-    python -m fedenv.calibrate --preset mnist-lenet --data-root ../shared/data
+    python -m fedenv.calibrate --preset mnist-lenet --data-root ../shared/data > weights.yaml
+    python train_agents.py --preset mnist-lenet --data-root ../shared/data --config weights.yaml
 
-Environment flags (and ``--preset``) are those of ``train_agents.py``.
+Environment flags (and ``--preset``) are those of ``train_agents.py``. It prints the two weights as
+YAML that ``--config`` reads (the measured sums as comments).
 """
 
 from __future__ import annotations
@@ -52,13 +54,17 @@ def main(argv=None) -> None:
     parser.add_argument("--share", type=float, default=0.25)
     add_env_arguments(parser)
     args = parser.parse_args(argv)
+    if not 0.0 < args.share <= 1.0:
+        parser.error(f"--share={args.share} must be in (0, 1]")
     try:
         config = env_config_from_args(args)
     except ValueError as error:
         parser.error(str(error))
     result = calibrate_weights(config, args.seeds, args.share)
-    for key, value in result.items():
-        print(f"{key}: {value:.6g}")
+    print(f"# FedAvg on seeds {args.seeds}: accuracy term {result['accuracy_term']:.6g}, "
+          f"latency {result['latency_s']:.6g} s, upload {result['comm_mb']:.6g} MB; share {args.share}")
+    print(f"latency_weight: {result['latency_weight']:.6g}")
+    print(f"comm_weight: {result['comm_weight']:.6g}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from fedenv.config import EnvConfig
+from fedenv.config import CHOICES, EnvConfig
 from fedenv.presets import PRESETS, apply_preset
 
 
@@ -26,8 +26,9 @@ def _flag_type(hint):
     return options[0] if options[0] in (int, float) else str
 
 
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=()) -> None:
-    """Add one flag per field of dataclass ``cls`` (default ``None`` = keep the dataclass default)."""
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=(), allowed=None) -> None:
+    """Add one flag per field of dataclass ``cls`` (default ``None`` = keep the dataclass default);
+    ``allowed`` maps field names to the values their help lists (checked by the dataclass, not argparse)."""
     hints = typing.get_type_hints(cls)
     group = parser.add_argument_group(f"{cls.__name__} fields")
     for f in dataclasses.fields(cls):
@@ -36,6 +37,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
         flag = "--" + prefix + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         help_text = f"(default: {default})"
+        if f.name in (allowed or {}):
+            help_text += f"; one of: {', '.join(allowed[f.name])}"
         if hints[f.name] is bool:
             group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, action=argparse.BooleanOptionalAction,
                                default=None, help=help_text)
@@ -62,7 +65,7 @@ def add_env_arguments(parser: argparse.ArgumentParser) -> None:
     """``--preset`` and one flag per :class:`EnvConfig` field."""
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="paper task preset (fedenv.presets); other flags override its values")
-    add_dataclass_arguments(parser, EnvConfig)
+    add_dataclass_arguments(parser, EnvConfig, allowed=CHOICES)
 
 
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:

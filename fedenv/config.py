@@ -18,6 +18,13 @@ from fedenv.reward import UTILITIES
 from fedenv.traces import TRACE_MODES
 
 
+CHOICES = {
+    "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS, "utility": UTILITIES,
+    "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES, "engine": ENGINES,
+}
+"""The allowed values of the :class:`EnvConfig` fields that take a name."""
+
+
 @dataclass
 class EnvConfig:
     """Configuration of :class:`fedenv.env.ClientSelectionEnv`.
@@ -28,7 +35,9 @@ class EnvConfig:
     ``dominant_fraction`` (fedmarl, FedMarl's 0.8), ``size_exponent`` (fedmarl power law, our default
     0.5), ``dirichlet_alpha`` and ``min_client_size``; ``xclass`` (FedAdp's setting) with
     ``xclass_classes`` x, ``xclass_noniid_clients`` and ``xclass_samples`` per client; ``val_fraction`` of the training set held out as
-    the server's validation split (our default 0.1).
+    the server's validation split (our default 0.1); ``test_samples``: evaluate the global model on a
+    fixed random subset of the test split of this size (the same for every seed and policy; None, the
+    default, uses all of it).
 
     Training: ``model`` (``mlp``, ``lenet5``, ``resnet18``, ``vgg6``, ``lstm``; :mod:`fedenv.models`),
     ``num_clients`` K, ``clients_per_round`` (candidates per
@@ -63,6 +72,7 @@ class EnvConfig:
     xclass_noniid_clients: int = 5
     xclass_samples: int = 600
     val_fraction: float = 0.1
+    test_samples: int | None = None
     model: str = "mlp"
     num_clients: int = 10
     clients_per_round: int = 10
@@ -90,12 +100,7 @@ class EnvConfig:
 
     def validate(self) -> "EnvConfig":
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
-        choices = {
-            "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS,
-            "utility": UTILITIES, "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES,
-            "engine": ENGINES,
-        }
-        for name, allowed in choices.items():
+        for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
         for name in ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size",
@@ -120,6 +125,8 @@ class EnvConfig:
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 0")
+        if self.test_samples is not None and (not isinstance(self.test_samples, int) or self.test_samples < 1):
+            raise ValueError(f"test_samples={self.test_samples!r} must be an integer >= 1 or None")
         if self.round_deadline_s is not None and not self.round_deadline_s > 0:
             raise ValueError(f"round_deadline_s={self.round_deadline_s!r} must be > 0 or None")
         if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:

@@ -28,12 +28,14 @@ Partitioners
 Each partitioner maps the labels of the client pool to one index array per client (indices into the
 pool). ``fedmarl`` (our default), ``dirichlet`` (Yurochkin et al., ICML 2019), ``iid`` and ``xclass``
 (FedAdp's x-class non-IID setting) partition by label; ``natural`` gives each client the samples of
-one user of a dataset that records them (LEAF's partition); see their docstrings. The server's validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
+one user of a dataset that records them (LEAF's partition); see their docstrings. The server's
+validation split (used by FedCA, Kim et al. arXiv 2012.03270) is held out of
 the training set before partitioning, by :func:`split_validation`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 from dataclasses import dataclass
@@ -241,6 +243,24 @@ def _standardise(name: str, train_x, train_y, test_x, test_y) -> Dataset:
         test_y=torch.as_tensor(np.asarray(test_y, dtype=np.int64)),
         num_classes=int(train_y.max()) + 1,
     )
+
+
+def subsample_test_split(dataset: Dataset, size: int | None, seed: int = 0) -> Dataset:
+    """``dataset`` with its test split cut to a fixed random subset of ``size`` samples (None: unchanged).
+
+    The subset depends only on ``seed``, so every episode and policy is evaluated on the same samples.
+    For large models on a CPU, where evaluating the whole test split each round dominates the run.
+
+    Raises:
+        ValueError: ``size`` below 1 or above the test split's size.
+    """
+    if size is None:
+        return dataset
+    n = len(dataset.test_y)
+    if not 1 <= size <= n:
+        raise ValueError(f"test_samples={size} must be in [1, {n}] (the test split of {dataset.name!r})")
+    keep = torch.as_tensor(np.sort(np.random.default_rng(seed).permutation(n)[:size])).to(dataset.test_y.device)
+    return dataclasses.replace(dataset, test_x=dataset.test_x[keep], test_y=dataset.test_y[keep])
 
 
 # ----------------------------------------------------------------------------------------------

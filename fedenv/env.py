@@ -23,7 +23,7 @@ import torch
 from gymnasium import spaces
 
 from fedenv.config import EnvConfig
-from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation
+from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation, subsample_test_split
 from fedenv.federation import (
     AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together,
 )
@@ -82,10 +82,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         cfg = self.config
         self.render_mode = None
         self.device = resolve_device(cfg.device)
-        self.dataset = _dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download)
+        self.dataset = subsample_test_split(_dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download),
+                                            cfg.test_samples)
         self._train_labels = self.dataset.train_y.cpu().numpy()
         if cfg.partition == "natural" and self.dataset.train_owner is None:
-            raise ValueError(f"partition='natural' needs a dataset that records users (shakespeare), not {cfg.dataset!r}")
+            raise ValueError(
+                f"partition='natural' needs a dataset that records users (shakespeare), not {cfg.dataset!r}"
+            )
         self.trace = load_trace(cfg.trace)
         if cfg.num_clients > len(self.trace.clients):
             raise ValueError(

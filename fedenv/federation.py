@@ -358,7 +358,8 @@ class Federation:
             small = sorted(int(n) for n in self.data_sizes if n < config.batch_size)
             raise ValueError(
                 f"the model has BatchNorm, so clients train on full minibatches only, but clients hold {small} "
-                f"samples < batch_size={config.batch_size}: lower batch_size or raise min_client_size"
+                f"samples < batch_size={config.batch_size}: lower batch_size or give every client more samples "
+                "(min_client_size, xclass_samples)"
             )
         self.aggregation = aggregation
         validation = torch.as_tensor(np.asarray(validation_indices, dtype=np.int64), device=device)

@@ -55,7 +55,9 @@ class LeNet5(nn.Module):
     def __init__(self, input_shape: tuple[int, ...], num_classes: int):
         super().__init__()
         if tuple(input_shape[1:]) != (28, 28):
-            raise ValueError(f"lenet5 expects 28x28 input, got shape {tuple(input_shape)}")
+            raise ValueError(
+                f"lenet5 expects 28x28 input (mnist5k, mnist, fashion-mnist), got shape {tuple(input_shape)}"
+            )
         self.features = nn.Sequential(
             nn.Conv2d(input_shape[0], 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -88,7 +90,7 @@ VGG6_LAYERS = (32, "M", 64, "M", 128, "M", 256, "M")
 def vgg6(input_shape: tuple[int, ...], num_classes: int) -> nn.Sequential:
     """VGG-style stack of :data:`VGG6_LAYERS` for ``(B, C, 32, 32)`` input; output ``(B, num_classes)``."""
     if len(input_shape) != 3 or tuple(input_shape[1:]) != (32, 32):
-        raise ValueError(f"vgg6 expects (channels, 32, 32) input, got {tuple(input_shape)}")
+        raise ValueError(f"vgg6 expects (channels, 32, 32) input (cifar10), got {tuple(input_shape)}")
     layers, channels = [], input_shape[0]
     for item in VGG6_LAYERS:
         if item == "M":
@@ -161,11 +163,12 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, seed:
                 "lstm": lambda shape, classes: CharLSTM(classes)}
     if name not in builders:
         raise ValueError(f"unknown model {name!r}; allowed: {', '.join(MODELS)}")
-    if (name == "lstm") == (len(input_shape) == 3):
-        raise ValueError(
-            f"model {name!r} cannot take inputs of shape {tuple(input_shape)}: lstm takes character windows (T,) "
-            "(dataset shakespeare), the other models images (C, H, W)"
-        )
+    if name == "lstm" and len(input_shape) != 1:
+        raise ValueError(f"model 'lstm' takes character windows (dataset shakespeare), but these inputs have shape "
+                         f"{tuple(input_shape)}; for images use mlp, lenet5, resnet18 or vgg6")
+    if name != "lstm" and len(input_shape) != 3:
+        raise ValueError(f"model {name!r} takes images (C, H, W), but these inputs have shape {tuple(input_shape)} "
+                         "(character windows); use --model lstm")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return builders[name](input_shape, num_classes)

@@ -53,7 +53,9 @@ class _ArrayUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.allowed:
-            raise pickle.UnpicklingError(f"refused to load {module}.{name}: only numpy arrays and plain data are allowed")
+            raise pickle.UnpicklingError(
+                f"refused to load {module}.{name}: only numpy arrays and plain data are allowed"
+            )
         return self.allowed[(module, name)]
 
     def persistent_load(self, pid):
@@ -129,6 +131,28 @@ def _encode(text: str, where: str) -> list[int]:
     return indices
 
 
+def _leaf_users(path: Path):
+    """``(user, windows, targets)`` of one LEAF JSON file, its structure checked."""
+    try:
+        document = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON file ({error})") from error
+    if not isinstance(document, dict) or not isinstance(document.get("user_data"), dict):
+        raise ValueError(f"{path}: a LEAF file must be a JSON object with a 'user_data' object")
+    user_data = document["user_data"]
+    names = document.get("users", list(user_data))
+    if not isinstance(names, list):
+        raise ValueError(f"{path}: 'users' must be a list of user names, got {type(names).__name__}")
+    for user in names:
+        samples = user_data.get(user) if isinstance(user, str) else None
+        if not isinstance(samples, dict):
+            raise ValueError(f"{path}: user {user!r} of 'users' has no entry in 'user_data'")
+        windows, targets = samples.get("x"), samples.get("y")
+        if not isinstance(windows, list) or not isinstance(targets, list) or len(windows) != len(targets):
+            raise ValueError(f"{path}: user {user!r} needs lists 'x' and 'y' of equal length")
+        yield user, windows, targets
+
+
 def read_leaf_shakespeare(data_root: str | Path) -> dict[str, np.ndarray]:
     """LEAF's Shakespeare JSON files (see the module docstring).
 
@@ -140,32 +164,31 @@ def read_leaf_shakespeare(data_root: str | Path) -> dict[str, np.ndarray]:
     Raises:
         FileNotFoundError: no JSON files where LEAF writes them.
         ValueError: a malformed file, windows of different lengths, a target that is not one character,
-            or a character outside :data:`LEAF_LETTERS` (names the file and user).
+            or a character outside :data:`LEAF_LETTERS` (names the file and the user).
     """
     data_root = Path(data_root)
     out = {}
     for split in ("train", "test"):
         xs, ys, owners, users = [], [], [], {}
         for path in sorted(_leaf_folder(data_root, split).glob("*.json")):
-            try:
-                document = json.loads(path.read_text())
-                user_data = document["user_data"]
-                names = document.get("users", list(user_data))
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise ValueError(f"{path}: not a LEAF JSON file with users and user_data ({error})") from error
-            for user in names:
-                samples = user_data.get(user)
-                if not isinstance(samples, dict) or len(samples.get("x", ())) != len(samples.get("y", ())):
-                    raise ValueError(f"{path}: user {user!r} needs lists 'x' and 'y' of equal length")
+            for user, windows, targets in _leaf_users(path):
                 owner = users.setdefault(user, len(users))
-                for window, target in zip(samples["x"], samples["y"]):
+                for window, target in zip(windows, targets):
+                    where = f"{path}: user {user!r}"
+                    if not isinstance(window, str) or not window:
+                        raise ValueError(f"{where}: window {window!r} must be a non-empty string")
                     if not isinstance(target, str) or len(target) != 1:
-                        raise ValueError(f"{path}: user {user!r}: target {target!r} must be one character")
-                    xs.append(_encode(window, f"{path}: user {user!r}"))
-                    ys.append(_encode(target, f"{path}: user {user!r}")[0])
+                        raise ValueError(f"{where}: target {target!r} must be one character")
+                    if xs and len(window) != len(xs[0]):
+                        raise ValueError(f"{where}: window of {len(window)} characters; earlier ones have {len(xs[0])}")
+                    xs.append(_encode(window, where))
+                    ys.append(_encode(target, where)[0])
                     owners.append(owner)
-        if not xs or len({len(x) for x in xs}) != 1:
-            raise ValueError(f"{data_root}: LEAF {split} windows must be non-empty and of one length")
+        if not xs:
+            raise ValueError(f"{data_root}: the LEAF {split} files hold no samples")
+        if split == "test" and len(xs[0]) != out["train_x"].shape[1]:
+            raise ValueError(f"{data_root}: LEAF test windows have {len(xs[0])} characters, training windows "
+                             f"{out['train_x'].shape[1]}")
         out[f"{split}_x"] = np.asarray(xs, dtype=np.int64)
         out[f"{split}_y"] = np.asarray(ys, dtype=np.int64)
         if split == "train":

@@ -9,6 +9,7 @@ import pytest
 import evaluate
 import train_agents
 from fedenv.cli import parse_with_config_file
+from fedenv.config import EnvConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
@@ -112,6 +113,8 @@ def test_bad_evaluate_flags_exit_with_a_one_line_error(argv, message, capsys):
     (["--num-clients", "0"], "num_clients=0 must be an integer >= 1"),
     (["--vdn-gamma", "1.5"], "vdn gamma=1.5 must be in [0, 1]"),
     (["--partition", "shards"], "partition='shards' is not known; allowed: fedmarl, dirichlet, iid, xclass"),
+    (["--model", "vgg6"], "vgg6 expects (channels, 32, 32) input (cifar10), got (1, 28, 28)"),
+    (["--partition", "natural"], "partition='natural' needs a dataset that records users"),
 ])
 def test_bad_train_flags_fail_before_training_with_one_line(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
@@ -119,4 +122,27 @@ def test_bad_train_flags_fail_before_training_with_one_line(argv, message, tmp_p
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert message in error
-    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert not (tmp_path / "run").exists()  # nothing written for a configuration that cannot run
+
+
+def test_resume_refuses_configuration_flags(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main(["--resume", str(tmp_path), "--episodes", "20", "--num-rounds", "3", "--seed", "0"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--resume takes the configuration from" in error
+    assert "drop --episodes, --seed, --num-rounds" in error
+
+
+def test_calibrate_prints_weights_that_config_files_read(tmp_path, capsys):
+    from fedenv import calibrate
+
+    calibrate.main(["--seeds", "10000", "--num-rounds", "2", "--num-clients", "4", "--clients-per-round", "4"])
+    path = tmp_path / "weights.yaml"
+    path.write_text(capsys.readouterr().out)
+    args = parse_with_config_file(train_agents.build_parser(), ["--config", str(path)])
+    measured = calibrate.calibrate_weights(EnvConfig(num_rounds=2, num_clients=4, clients_per_round=4), [10000])
+    assert args.latency_weight == pytest.approx(measured["latency_weight"], rel=1e-5)
+    assert args.comm_weight == pytest.approx(measured["comm_weight"], rel=1e-5)
+    with pytest.raises(SystemExit):
+        calibrate.main(["--share", "-1"])

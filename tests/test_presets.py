@@ -3,6 +3,7 @@ LEAF readers, and one short episode per preset on tiny generated data."""
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -175,6 +176,31 @@ def test_leaf_character_outside_the_vocabulary_is_named(tmp_path):
         load_dataset("shakespeare", str(tmp_path / "ok"))
 
 
+LEAF_FAULTS = [
+    (lambda d: d["user_data"]["A"].clear(), "user 'A' needs lists 'x' and 'y' of equal length"),
+    (lambda d: d.update(user_data=[1, 2]), "a JSON object with a 'user_data' object"),
+    (lambda d: d["user_data"]["A"]["x"].__setitem__(0, 7), "user 'A': window 7 must be a non-empty string"),
+    (lambda d: d["users"].append("GHOST"), "user 'GHOST' of 'users' has no entry in 'user_data'"),
+    (lambda d: d.update(users="A"), "'users' must be a list of user names, got str"),
+    (lambda d: d["user_data"]["A"]["x"].__setitem__(1, "short"),
+     "user 'A': window of 5 characters; earlier ones have 12"),
+    (lambda d: d["user_data"]["A"]["y"].__setitem__(0, "ab"), "user 'A': target 'ab' must be one character"),
+]
+
+
+@pytest.mark.parametrize("fault, message", LEAF_FAULTS)
+def test_malformed_leaf_files_are_named_errors(tmp_path, fault, message):
+    import json
+
+    make_leaf_folder(tmp_path, {"A": 3, "B": 3})
+    path = tmp_path / "shakespeare" / "data" / "train" / "all_data_train.json"
+    document = json.loads(path.read_text())
+    fault(document)
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_dataset("shakespeare", str(tmp_path))
+
+
 def preset_folder(name, root):
     if name == "mnist-lenet":
         make_torchvision_folder(root, "MNIST", 120, 20, compress=True)
@@ -221,13 +247,13 @@ def test_preset_flag_sets_fields_and_other_flags_override_it():
 
 
 def test_a_model_that_cannot_take_the_dataset_is_refused_before_training(tmp_path):
-    with pytest.raises(ValueError, match=r"vgg6 expects \(channels, 32, 32\) input, got \(1, 28, 28\)"):
+    with pytest.raises(ValueError, match=r"vgg6 expects \(channels, 32, 32\) input \(cifar10\), got \(1, 28, 28\)"):
         ClientSelectionEnv(model="vgg6")
     make_leaf_folder(tmp_path, {"A": 12, "B": 12})
-    with pytest.raises(ValueError, match=r"model 'mlp' cannot take inputs of shape \(12,\)"):
+    with pytest.raises(ValueError, match=r"model 'mlp' takes images \(C, H, W\), but these inputs have shape \(12,\)"):
         ClientSelectionEnv(dataset="shakespeare", data_root=str(tmp_path), model="mlp", num_clients=2,
                            clients_per_round=2)
-    with pytest.raises(ValueError, match=r"model 'lstm' cannot take inputs of shape \(1, 28, 28\)"):
+    with pytest.raises(ValueError, match=r"model 'lstm' takes character windows .* shape \(1, 28, 28\)"):
         ClientSelectionEnv(model="lstm")
     with pytest.raises(ValueError, match="partition='natural' needs a dataset that records users"):
         ClientSelectionEnv(partition="natural")
