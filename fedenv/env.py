@@ -171,6 +171,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._kept = np.zeros(k, dtype=bool)
         self._weight = np.zeros(k)
         self._probe_loss_sq = np.zeros(k)
+        self._epoch_samples = np.zeros(k)
         self.round = 0
         self.wall_clock_s = 0.0
         self.accuracy, _ = self.federation.evaluate()
@@ -212,7 +213,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         selected = candidates[picked]
         upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
         upload_s = self.replay.transfer_s(upload_kbps[selected])
-        rest_s = self.replay.compute_s(selected, self.data_size[selected] * (cfg.local_epochs - 1), self.round)
+        rest_s = self.replay.compute_s(selected, self._epoch_samples[selected] * (cfg.local_epochs - 1), self.round)
         if len(candidates):
             latency_s = round_latency_s(self._probe_s, rest_s + upload_s)
         else:  # nobody online: the clock advances until a client comes online
@@ -323,9 +324,11 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         samples = self._probe_result.samples.to(self._probe_result.loss_sum.device)
         self._probe_loss[self._candidates] = (self._probe_result.loss_sum / samples).cpu().numpy()
         self._probe_loss_sq[self._candidates] = (self._probe_result.loss_sq_sum / samples).cpu().numpy()
+        # samples trained per epoch: the client's data size, less a partial batch for BatchNorm models
+        self._epoch_samples[self._candidates] = self._probe_result.samples.cpu().numpy()
         _, download_kbps = self.replay.bandwidth_kbps(self.round)
         self._probe_s = self.replay.transfer_s(download_kbps[self._candidates]) + self.replay.compute_s(
-            self._candidates, self.data_size[self._candidates], self.round
+            self._candidates, self._epoch_samples[self._candidates], self.round
         )
         self._probe_hist[self._candidates] = np.roll(self._probe_hist[self._candidates], 1, axis=1)
         self._probe_hist[self._candidates, 0] = self._probe_s
