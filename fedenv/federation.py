@@ -189,11 +189,16 @@ def train_batched(
             the model has none).
         grad_fn: per-client gradient function (default :func:`batched_grad_fn` of ``model``).
 
+    Raises:
+        ValueError: ``buffers`` does not hold exactly the model's buffers.
+
     Returns:
         :class:`TrainResult`; the update per step matches ``torch.optim.SGD`` (dampening 0, no
         Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
     """
     device = x.device
+    _check_buffers(model, buffers)
+    model.train()  # BatchNorm normalises with batch statistics and updates the per-client buffers
     per_client_grad = grad_fn or batched_grad_fn(model)
     # Clients sorted by their number of steps, longest first: at every step the clients with data left
     # are a prefix, so only they are computed (no work on padding) and updated in place through views.
@@ -239,6 +244,13 @@ def train_batched(
                        unsort(buffers))
 
 
+def _check_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None) -> None:
+    """Raise ``ValueError`` unless ``buffers`` holds exactly the model's buffers (None: it has none)."""
+    expected, given = sorted(name for name, _ in model.named_buffers()), sorted(buffers or {})
+    if given != expected:
+        raise ValueError(f"the model's buffers {expected} must be passed stacked per client; got {given}")
+
+
 def train_reference(
     model: nn.Module,
     params: dict[str, torch.Tensor],
@@ -252,6 +264,7 @@ def train_reference(
 ) -> TrainResult:
     """The plain per-client loop with ``torch.optim.SGD``; same arguments and result as
     :func:`train_batched`. Slow by design: the reference for tests and benchmarks."""
+    _check_buffers(model, buffers)
     buffers = buffers or {}
     out_params = {name: torch.empty_like(p) for name, p in params.items()}
     out_momentum = {name: torch.empty_like(p) for name, p in params.items()}

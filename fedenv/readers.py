@@ -4,8 +4,10 @@
     CIFAR-10 (Krizhevsky, 2009) in the "python version" layout that torchvision downloads:
     ``<data_root>/cifar-10-batches-py/{data_batch_1..5,test_batch}``, each a pickled dict with ``data``
     (uint8 ``(N, 3072)``, channel-major 32x32 images) and ``labels``. The pickles are read with a
-    restricted unpickler that admits only what a numpy array needs (no other class or function is
-    looked up, let alone called); torchvision's own reader uses plain ``pickle.load``.
+    restricted unpickler: the names a pickled numpy array uses resolve to stand-ins that accept only a
+    plain uint8 array and build it with ``numpy.frombuffer`` from the file's own bytes (numpy's
+    unpickling, which trusts dtype state, never runs); any other class or function is refused before
+    it is looked up, let alone called. torchvision's own reader uses plain ``pickle.load``.
 ``read_leaf_shakespeare``
     LEAF's Shakespeare next-character task (Caldas et al., arXiv 1812.01097): the JSON files that
     LEAF's ``preprocess.sh`` writes to ``<data_root>/shakespeare/data/{train,test}/*.json``, each
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import math
 import json
 import pickle
 from pathlib import Path
@@ -31,17 +34,62 @@ CIFAR10_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR10_TEST_BATCH = "test_batch"
 
 
-def _numpy_globals() -> dict[tuple[str, str], object]:
-    """The globals a pickled numpy array names (protocols 2 to 5), under numpy 1 and 2 module names,
-    and the text-to-bytes codec that Python 3's protocol 2 uses for bytes."""
-    try:
-        from numpy._core.multiarray import _reconstruct
-        from numpy._core.numeric import _frombuffer
-    except ImportError:  # numpy < 2
-        from numpy.core.multiarray import _reconstruct
-        from numpy.core.numeric import _frombuffer
-    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
-               ("_codecs", "encode"): codecs.encode}  # how Python 3 writes bytes under protocol 2
+class _Uint8Dtype:
+    """Stands in for ``numpy.dtype`` while unpickling: accepts only the plain uint8 dtype and its
+    standard pickled state, so no dtype with object fields (raw pointers) can be built."""
+
+    def __init__(self, code, align=False, copy=True):
+        if code not in ("u1", b"u1"):
+            raise pickle.UnpicklingError(f"refused dtype {code!r}: CIFAR-10 batches hold uint8 arrays only")
+
+    def __setstate__(self, state):
+        if not (isinstance(state, tuple) and len(state) == 8 and state[0] == 3 and state[1] in ("|", b"|")
+                and state[2:] == (None, None, None, -1, -1, 0)):
+            raise pickle.UnpicklingError(f"refused dtype state {state!r}: not a plain uint8 dtype")
+
+
+class _Uint8Array:
+    """Stands in for ``numpy.ndarray`` while unpickling: the array is built by :func:`numpy.frombuffer`
+    from the bytes in the file (so its size is bounded by the file's), never by numpy's own unpickling."""
+
+    array: np.ndarray | None = None
+
+    def __setstate__(self, state):
+        if not (isinstance(state, tuple) and len(state) == 5):
+            raise pickle.UnpicklingError("refused array state: not (version, shape, dtype, fortran, data)")
+        version, shape, dtype, fortran, raw = state
+        self.array = _uint8_array(raw, dtype, shape)
+        if version != 1 or fortran:
+            raise pickle.UnpicklingError("refused array state: only version-1, C-ordered arrays are allowed")
+
+
+def _uint8_array(raw, dtype, shape) -> np.ndarray:
+    if not isinstance(dtype, _Uint8Dtype) or not isinstance(raw, (bytes, bytearray)):
+        raise pickle.UnpicklingError("refused array: it must hold uint8 data given as bytes")
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)
+            and math.prod(shape) == len(raw)):
+        raise pickle.UnpicklingError(f"refused array: shape {shape!r} does not match its {len(raw)} bytes")
+    return np.frombuffer(bytes(raw), dtype=np.uint8).reshape(shape).copy()
+
+
+def _reconstruct(subtype, shape, code) -> _Uint8Array:
+    if subtype is not _Uint8Array:
+        raise pickle.UnpicklingError("refused array reconstruction of a type other than numpy.ndarray")
+    return _Uint8Array()
+
+
+def _frombuffer(buffer, dtype, shape, order) -> _Uint8Array:
+    if order != "C":
+        raise pickle.UnpicklingError("refused array: only C-ordered arrays are allowed")
+    stub = _Uint8Array()
+    stub.array = _uint8_array(buffer, dtype, shape)
+    return stub
+
+
+def _array_globals() -> dict[tuple[str, str], object]:
+    """What the globals of a pickled numpy array (protocols 2 to 5, numpy 1 and 2 module names) resolve
+    to here, plus the text-to-bytes codec that Python 3's protocol 2 uses for bytes."""
+    allowed = {("numpy", "ndarray"): _Uint8Array, ("numpy", "dtype"): _Uint8Dtype, ("_codecs", "encode"): codecs.encode}
     for package in ("numpy.core", "numpy._core"):
         allowed[(f"{package}.multiarray", "_reconstruct")] = _reconstruct
         allowed[(f"{package}.numeric", "_frombuffer")] = _frombuffer
@@ -49,12 +97,12 @@ def _numpy_globals() -> dict[tuple[str, str], object]:
 
 
 class _ArrayUnpickler(pickle.Unpickler):
-    allowed = _numpy_globals()
+    allowed = _array_globals()
 
     def find_class(self, module: str, name: str):
         if (module, name) not in self.allowed:
             raise pickle.UnpicklingError(
-                f"refused to load {module}.{name}: only numpy arrays and plain data are allowed"
+                f"refused to load {module}.{name}: only uint8 numpy arrays and plain data are allowed"
             )
         return self.allowed[(module, name)]
 
@@ -81,9 +129,11 @@ def read_cifar10_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: expected a dict with data and labels, got {type(batch).__name__}")
     batch = {key.decode() if isinstance(key, bytes) else key: value for key, value in batch.items()}
     data, labels = batch.get("data"), batch.get("labels")
+    data = data.array if isinstance(data, _Uint8Array) else data
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise ValueError(f"{path}: 'data' must be a uint8 array of shape (N, 3072)")
-    labels = np.asarray(labels, dtype=np.int64) if isinstance(labels, list) else None
+    valid_labels = isinstance(labels, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in labels)
+    labels = np.asarray(labels, dtype=np.int64) if valid_labels else None
     if labels is None or labels.shape != (len(data),) or labels.min(initial=0) < 0 or labels.max(initial=0) > 9:
         raise ValueError(f"{path}: 'labels' must be a list of {len(data)} labels in 0..9")
     return data.reshape(-1, 3, 32, 32), labels

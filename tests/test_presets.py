@@ -98,6 +98,23 @@ def test_batchnorm_statistics_are_averaged_with_fedavg_weights_and_counters_stay
     assert fed.model.training  # evaluation mode is restored to training mode
 
 
+def test_training_ignores_the_mode_the_model_was_left_in_and_needs_its_buffers():
+    fed = bn_federation([12, 8])
+    trained = fed.local_train(np.array([0, 1]), 1, generators(2))
+    fed.model.eval()  # a caller left the shared module in evaluation mode
+    again = fed.local_train(np.array([0, 1]), 1, generators(2))
+    assert again.buffers["1.num_batches_tracked"].tolist() == [3, 2]  # batch statistics were used and tracked
+    for name in trained.params:
+        assert torch.equal(trained.params[name], again.params[name]), name
+    schedule = make_schedule(fed.client_indices, 1, 4, generators(2), drop_last=True)
+    params = {n: p.unsqueeze(0).repeat(2, *[1] * p.dim()) for n, p in fed.global_params.items()}
+    args = (fed.model, params, {n: torch.zeros_like(p) for n, p in params.items()}, fed.global_params, fed.train_x,
+            fed.train_y, schedule, fed.config)
+    for train in (train_batched, train_reference):
+        with pytest.raises(ValueError, match=r"buffers \['1.num_batches_tracked', .*must be passed stacked"):
+            train(*args)
+
+
 def test_batchnorm_models_need_a_full_batch_per_client():
     with pytest.raises(ValueError, match=r"clients hold \[3\] samples < batch_size=4"):
         bn_federation([3, 10])
@@ -151,6 +168,44 @@ def test_cifar10_errors_name_the_missing_file_and_refuse_code(tmp_path):
     with pytest.raises(ValueError, match="refused to load tests.test_trace_tools.record_call"):
         read_cifar10_batch(evil)
     assert CALLS == []
+
+
+SEGFAULT_PAYLOAD = """
+import pickle, sys
+import numpy as np
+from numpy._core.multiarray import _reconstruct
+class EvilDtype:  # a void dtype whose field is an object pointer, flags cleared
+    def __reduce__(self):
+        return (np.dtype, ("V8", False, True), (3, "|", None, ("a",), {"a": (np.dtype("O"), 0)}, 8, 1, 25))
+class EvilArray:  # its raw bytes become the object pointers 0x4141...
+    def __reduce__(self):
+        return (_reconstruct, (np.ndarray, (0,), b"b"), (1, (2,), EvilDtype(), False, b"A" * 16))
+open(sys.argv[1], "wb").write(pickle.dumps({b"data": EvilArray(), b"labels": [0, 1]}, protocol=2))
+from fedenv.readers import read_cifar10_batch
+try:
+    read_cifar10_batch(sys.argv[1])
+except ValueError as error:
+    print("refused:", error)
+"""
+
+
+def test_cifar10_reader_never_lets_pickle_state_build_a_numpy_dtype(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", SEGFAULT_PAYLOAD, str(tmp_path / "evil")], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr  # numpy's own unpickling crashes the process here
+    assert "refused: " in result.stdout and "refused dtype 'V8'" in result.stdout
+    lying = tmp_path / "lying"  # a header claiming far more data than the file holds
+    lying.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 1]}, protocol=2)
+                      .replace(b"K\x02M\x00\x0c", b"J@\r\x03\x00M\x00\x0c"))
+    with pytest.raises(ValueError, match=r"shape \(200000, 3072\) does not match its 6144 bytes"):
+        read_cifar10_batch(lying)
+    modern = tmp_path / "modern"  # protocol 5 (numpy's _frombuffer path) still reads
+    modern.write_bytes(pickle.dumps({"data": np.full((2, 3072), 7, np.uint8), "labels": [3, 4]}, protocol=5))
+    images, labels = read_cifar10_batch(modern)
+    assert images.shape == (2, 3, 32, 32) and (images == 7).all() and labels.tolist() == [3, 4]
 
 
 def test_leaf_shakespeare_reads_users_and_the_natural_partition_keeps_them(tmp_path):
