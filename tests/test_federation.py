@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from fedenv.aggregators import fedavg_weights, weighted_average
 from fedenv.data import load_dataset, partition_fedmarl
@@ -66,6 +67,30 @@ def test_fast_path_gradients_equal_vmap_gradients(mnist5k, model_name):
         assert torch.allclose(fast[name], general[name], atol=1e-6), name
     assert torch.allclose(fast_loss, general_loss, atol=1e-5)
     assert batched_grad_fn(fed.model).__qualname__.startswith(("mlp_grad_fn", "stacked_grad_fn"))
+
+
+@pytest.mark.parametrize("layers, input_shape, classes", [
+    # a Flatten and a ReLU before the first Linear: its weight is reordered to the channels-last features
+    ([nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.ReLU(), nn.Linear(36, 5)], (2, 8, 8), 5),
+    # ends flattened, no Linear: the logits go back to (C, H, W) order
+    ([nn.Conv2d(2, 3, 3, padding=1), nn.MaxPool2d(2), nn.Flatten()], (2, 4, 4), 12),
+    # no images at all
+    ([nn.Linear(7, 6), nn.ReLU(), nn.Linear(6, 4)], (7,), 4),
+], ids=["conv-flatten-relu-linear", "conv-flatten", "linear-only"])
+def test_grouped_convolution_path_equals_vmap_on_other_stacks(layers, input_shape, classes):
+    model = nn.Sequential(*layers)
+    gen = torch.Generator().manual_seed(0)
+    params = {n: p.detach() + 0.1 * torch.randn(3, *p.shape, generator=gen) for n, p in model.named_parameters()}
+    x = torch.randn(3, 5, *input_shape, generator=gen)
+    y = torch.randint(0, classes, (3, 5), generator=gen)
+    valid = torch.tensor([[1.0] * 5, [1.0] * 3 + [0.0] * 2, [1.0] * 5])
+    layers_found = stackable_layers(model)
+    assert layers_found is not None
+    fast, fast_loss = stacked_grad_fn(model, layers_found)(params, {}, x, y, valid)
+    general, general_loss = vmap_grad_fn(model)(params, {}, x, y, valid)
+    for name in params:
+        assert torch.allclose(fast[name], general[name], atol=1e-6), name
+    assert torch.allclose(fast_loss, general_loss, atol=1e-6)
 
 
 def test_schedule_visits_each_sample_once_per_epoch():
