@@ -96,10 +96,9 @@ def stacked_grad_fn(model: nn.Module, layers: list[tuple[str, nn.Module]]):
 
     Images run as ``(B, K*C, H, W)`` in channels-last memory order: oneDNN's grouped convolution and
     max-pool are 2-3x faster on it than on NCHW at LeNet-5's few channels per client (measured with
-    ``benchmarks/bench_engine.py``). The features are then flattened in that memory's (H, W, C) order,
-    and the first Linear's weight is permuted from (C, H, W) to match, instead of copying the
-    activations back to NCHW. A ReLU directly followed by a max-pool is run as max-pool then ReLU (the
-    same function, since ReLU is monotonic): the ReLU then touches a quarter of the activations.
+    ``benchmarks/bench_engine.py``). A ReLU directly followed by a max-pool is run as max-pool then
+    ReLU (the same function, since ReLU is monotonic): the ReLU then touches a quarter of the
+    activations.
     """
     layers = list(layers)
     for i in range(len(layers) - 1):
@@ -113,7 +112,6 @@ def stacked_grad_fn(model: nn.Module, layers: list[tuple[str, nn.Module]]):
         else:
             h = x
         flat = x.dim() != 5
-        hwc = None  # (C, H, W) while the features are in (H, W, C) order, until the next Linear
         for name, layer in layers:
             if isinstance(layer, nn.Conv2d):
                 weight = params[f"{name}.weight"]
@@ -123,18 +121,11 @@ def stacked_grad_fn(model: nn.Module, layers: list[tuple[str, nn.Module]]):
                 h = h.clamp(min=0)
             elif isinstance(layer, nn.MaxPool2d):
                 h = F.max_pool2d(h, layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.ceil_mode)
-            elif not flat:  # Flatten or Linear after images: to (K, B, features) in the memory's (H, W, C) order
-                hwc = (h.shape[1] // k, *h.shape[2:])
-                h = h.permute(0, 2, 3, 1).reshape(b, *hwc[1:], k, hwc[0]).permute(3, 0, 1, 2, 4).reshape(k, b, -1)
+            elif not flat:  # Flatten or Linear after images: to (K, B, features), features in (C, H, W) order
+                h = h.reshape(b, k, -1).transpose(0, 1)
                 flat = True
             if isinstance(layer, nn.Linear):
-                weight = params[f"{name}.weight"]
-                if hwc:  # the weight's input features from (C, H, W) to (H, W, C) order
-                    weight = weight.reshape(k, -1, *hwc).permute(0, 1, 3, 4, 2).reshape(weight.shape)
-                    hwc = None
-                h = torch.baddbmm(params[f"{name}.bias"].unsqueeze(1), h, weight.transpose(1, 2))
-        if hwc:  # ends flattened without a Linear: back to (C, H, W) order
-            h = h.reshape(k, b, *hwc[1:], hwc[0]).permute(0, 1, 4, 2, 3).reshape(k, b, -1)
+                h = torch.baddbmm(params[f"{name}.bias"].unsqueeze(1), h, params[f"{name}.weight"].transpose(1, 2))
         return h
 
     def f(params, buffers, x, y, valid):

@@ -70,9 +70,9 @@ def test_fast_path_gradients_equal_vmap_gradients(mnist5k, model_name):
 
 
 @pytest.mark.parametrize("layers, input_shape, classes", [
-    # a Flatten and a ReLU before the first Linear: its weight is reordered to the channels-last features
+    # channels-last activations flattened, then a ReLU before the first Linear
     ([nn.Conv2d(2, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.ReLU(), nn.Linear(36, 5)], (2, 8, 8), 5),
-    # ends flattened, no Linear: the logits go back to (C, H, W) order
+    # ends flattened, no Linear: the logits are the features in (C, H, W) order
     ([nn.Conv2d(2, 3, 3, padding=1), nn.MaxPool2d(2), nn.Flatten()], (2, 4, 4), 12),
     # no images at all
     ([nn.Linear(7, 6), nn.ReLU(), nn.Linear(6, 4)], (7,), 4),
