@@ -25,7 +25,7 @@ import time
 import numpy as np
 import torch
 
-from fedenv.batched import ENGINES, batched_grad_fn
+from fedenv.batched import CPU_CHUNK_BYTES, ENGINES, batched_grad_fn
 from fedenv.data import DATASETS, load_dataset, subsample_test_split
 from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, resolve_device, train_batched, train_reference
 from fedenv.models import MODELS, build_model, count_macs
@@ -83,6 +83,9 @@ def main(argv=None) -> None:
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--engine", default="auto", choices=ENGINES, help="gradient path of the batched engine")
+    parser.add_argument("--cpu-chunk-mib", type=float, default=CPU_CHUNK_BYTES / 2**20,
+                        help="activation budget of one chunk of clients on a CPU (fedenv.batched.cpu_chunked); "
+                             "0: all clients at once")
     parser.add_argument("--test-samples", type=int, default=None,
                         help="evaluate on a fixed subset of the test split (default: all of it)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -97,13 +100,15 @@ def main(argv=None) -> None:
     model = build_model(args.model, data.input_shape, data.num_classes, seed=0)
     fed = Federation(model, data, client_indices, LocalTrainingConfig(batch_size=args.batch_size), device,
                      engine=args.engine)
+    fed.grad_fn = batched_grad_fn(model, args.engine, int(args.cpu_chunk_mib * 2**20) or None)
     initial = {k: v.clone() for k, v in fed.global_params.items()}
     clients = np.arange(args.clients)
     batched = lambda *a: train_batched(*a, grad_fn=fed.grad_fn)  # noqa: E731
 
     print(f"device {device}; torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}; "
           f"{args.model}, {args.clients} clients x {args.samples} samples, {args.epochs} local epochs, "
-          f"batch {args.batch_size}; engine path: {fed.grad_fn.__qualname__.split('.')[0]}")
+          f"batch {args.batch_size}; engine path: {fed.grad_fn.__qualname__.split('.')[0]}, CPU chunks of "
+          f"{args.cpu_chunk_mib:g} MiB")
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = {"batched": [], "loop": []}
     for repeat in range(args.repeats + 1):  # the first repetition warms up

@@ -215,3 +215,38 @@ def count_macs(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtyp
         for handle in handles:
             handle.remove()
     return total
+
+
+def count_activations(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> int:
+    """Values the model's leaf modules output in one training-mode forward pass for one sample (what
+    autograd keeps for the backward pass, roughly), found on the ``meta`` device: nothing is computed
+    and the model is not touched.
+
+    Used to size the chunks of clients the batched engine trains at once on a CPU
+    (:func:`fedenv.batched.cpu_chunked`).
+
+    Args:
+        dtype: dtype of the probe input (integer for character ids).
+    """
+    from torch.func import functional_call
+
+    total = 0
+
+    def hook(module, inputs, output):
+        nonlocal total
+        outputs = output if isinstance(output, tuple) else (output,)
+        total += sum(t.numel() for t in outputs if isinstance(t, torch.Tensor))
+
+    state = {name: torch.empty_like(t, device="meta") for name, t in [*model.named_parameters(), *model.named_buffers()]}
+    leaves = [m for m in model.modules() if not list(m.children())]
+    handles = [m.register_forward_hook(hook) for m in leaves]
+    training = model.training
+    try:
+        model.train()
+        # two samples: BatchNorm refuses one value per channel in training mode
+        functional_call(model, state, (torch.zeros(2, *input_shape, dtype=dtype, device="meta"),))
+    finally:
+        model.train(training)
+        for handle in handles:
+            handle.remove()
+    return total // 2

@@ -5,9 +5,9 @@ from torch import nn
 
 from fedenv.aggregators import fedavg_weights, weighted_average
 from fedenv.data import load_dataset, partition_fedmarl
-from fedenv.batched import batched_grad_fn, mlp_grad_fn, stackable_layers, stacked_grad_fn, vmap_grad_fn
+from fedenv.batched import batched_grad_fn, cpu_chunked, mlp_grad_fn, stackable_layers, stacked_grad_fn, vmap_grad_fn
 from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
-from fedenv.models import build_model, count_macs, count_parameters
+from fedenv.models import build_model, count_activations, count_macs, count_parameters
 
 
 def generators(n, base=0):
@@ -93,6 +93,52 @@ def test_grouped_convolution_path_equals_vmap_on_other_stacks(layers, input_shap
     assert torch.allclose(fast_loss, general_loss, atol=1e-6)
 
 
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+def test_cpu_chunks_of_clients_give_the_gradients_of_one_call(mnist5k, model_name):
+    fed, schedule, params, _ = round_inputs(mnist5k, model_name, CONFIGS[0])
+    step = schedule.index.shape[0] - 1  # the last step: some clients padded
+    valid = schedule.valid[step].float()
+    x, y = fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]]
+    per_client = count_activations(fed.model, (1, 28, 28)) * 16 * 4  # bytes of one client's batch of 16
+    one_call = batched_grad_fn(fed.model, cpu_chunk_bytes=10**12)
+    whole, whole_loss = one_call(params, {}, x, y, valid)
+    chunk_sizes = []
+
+    def counted(*args):
+        chunk_sizes.append(args[2].shape[0])
+        return one_call(*args)
+
+    parts, parts_loss = cpu_chunked(counted, fed.model, chunk_bytes=2 * per_client + 1)(params, {}, x, y, valid)
+    assert chunk_sizes == [2, 2, 2]
+    for name in params:
+        assert torch.allclose(parts[name], whole[name], atol=1e-6), name
+    assert torch.allclose(parts_loss, whole_loss, atol=1e-6)
+    with pytest.raises(ValueError, match="cpu_chunk_bytes=0 must be >= 1"):
+        batched_grad_fn(fed.model, cpu_chunk_bytes=0)
+    with pytest.raises(ValueError, match="chunk_bytes=0 must be >= 1"):
+        cpu_chunked(one_call, fed.model, chunk_bytes=0)
+
+
+def test_cpu_chunks_update_each_clients_batchnorm_statistics_in_place():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)).double()
+    gen = torch.Generator().manual_seed(0)
+    params = {n: p.detach() + 0.1 * torch.randn(4, *p.shape, generator=gen, dtype=p.dtype)
+              for n, p in model.named_parameters()}
+    buffers = {n: b.unsqueeze(0).repeat(4, *[1] * b.dim()) for n, b in model.named_buffers()}
+    x = torch.randn(4, 5, 1, 4, 4, generator=gen, dtype=torch.float64)
+    y, valid = torch.randint(0, 3, (4, 5), generator=gen), torch.ones(4, 5, dtype=torch.float64)
+    whole_buffers = {n: b.clone() for n, b in buffers.items()}
+    whole, _ = vmap_grad_fn(model)(params, whole_buffers, x, y, valid)
+    chunk_bytes = count_activations(model, (1, 4, 4), torch.float64) * 5 * 8  # one client per chunk
+    parts, _ = cpu_chunked(vmap_grad_fn(model), model, chunk_bytes)(params, buffers, x, y, valid)
+    for name in params:
+        assert torch.allclose(parts[name], whole[name], atol=1e-12), name
+    for name in buffers:
+        assert torch.equal(buffers[name], whole_buffers[name]), name
+    assert buffers["1.num_batches_tracked"].tolist() == [1, 1, 1, 1]
+    assert not torch.equal(buffers["1.running_mean"][0], buffers["1.running_mean"][1])
+
+
 def test_schedule_visits_each_sample_once_per_epoch():
     clients = [np.arange(10), np.arange(100, 103)]
     schedule = make_schedule(clients, epochs=2, batch_size=4, generators=generators(2))
@@ -143,6 +189,14 @@ def test_model_sizes_by_hand():
     assert count_macs(lenet, (1, 28, 28)) == conv + 400 * 120 + 120 * 84 + 84 * 10
     with pytest.raises(ValueError, match="allowed: mlp, lenet5"):
         build_model("vgg", (1, 28, 28), 10, seed=0)
+    # leaf outputs: Flatten, Linear 200, ReLU, Linear 10
+    assert count_activations(mlp, (1, 28, 28)) == 784 + 200 + 200 + 10
+    # conv 6x28x28, ReLU, pool 6x14x14, conv 16x10x10, ReLU, pool 16x5x5, Flatten, 120, ReLU, 84, ReLU, 10
+    expected = 2 * 6 * 28 * 28 + 6 * 14 * 14 + 2 * 16 * 10 * 10 + 2 * 400 + 2 * 120 + 2 * 84 + 10
+    assert count_activations(lenet, (1, 28, 28)) == expected
+    normed = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)).eval()
+    assert count_activations(normed, (1, 4, 4)) == 2 * 2 * 2 * 2
+    assert not normed.training and normed[1].num_batches_tracked == 0  # mode and buffers untouched
 
 
 def test_model_init_is_seeded_and_leaves_global_rng_alone():
