@@ -7,6 +7,7 @@ machine slows both alike: compare the ratio, not the absolute times. It also rep
 of local training as a fraction of a large matrix multiply's FLOP/s measured in the same run.
 
     python benchmarks/bench_engine.py                          # CPU target: LeNet-5, 100 x 60 samples, 2 epochs
+    python benchmarks/bench_engine.py --cpu-chunk-mib 0        # same, all clients in one chunk
     python benchmarks/bench_engine.py --model mlp --clients 10 --samples 200
     python benchmarks/bench_engine.py --device cuda --clients 100
     python benchmarks/bench_engine.py --model vgg6 --dataset cifar10 --data-root DIR --clients 10
@@ -91,6 +92,8 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--matmul-size", type=int, default=2048)
     args = parser.parse_args(argv)
+    if args.cpu_chunk_mib < 0:
+        parser.error(f"--cpu-chunk-mib {args.cpu_chunk_mib:g}: must be >= 0 (0: all clients at once)")
 
     device = resolve_device(args.device)
     data = subsample_test_split(load_dataset(args.dataset, args.data_root), args.test_samples)
