@@ -103,15 +103,17 @@ def main(argv=None) -> None:
     model = build_model(args.model, data.input_shape, data.num_classes, seed=0)
     fed = Federation(model, data, client_indices, LocalTrainingConfig(batch_size=args.batch_size), device,
                      engine=args.engine)
-    fed.grad_fn = batched_grad_fn(model, args.engine, int(args.cpu_chunk_mib * 2**20) or None)
+    chunk_bytes = max(1, int(args.cpu_chunk_mib * 2**20)) if args.cpu_chunk_mib else None
+    fed.grad_fn = batched_grad_fn(model, args.engine, chunk_bytes)
+    chunked = hasattr(fed.grad_fn, "chunk_bytes") and device.type == "cpu"  # only the grouped-convolution path
+    chunks = f", CPU chunks of {args.cpu_chunk_mib:g} MiB" if chunked else ""
     initial = {k: v.clone() for k, v in fed.global_params.items()}
     clients = np.arange(args.clients)
     batched = lambda *a: train_batched(*a, grad_fn=fed.grad_fn)  # noqa: E731
 
     print(f"device {device}; torch threads {torch.get_num_threads()}; load average {os.getloadavg()[0]:.2f}; "
           f"{args.model}, {args.clients} clients x {args.samples} samples, {args.epochs} local epochs, "
-          f"batch {args.batch_size}; engine path: {fed.grad_fn.__qualname__.split('.')[0]}, CPU chunks of "
-          f"{args.cpu_chunk_mib:g} MiB")
+          f"batch {args.batch_size}; engine path: {fed.grad_fn.__qualname__.split('.')[0]}{chunks}")
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = {"batched": [], "loop": []}
     for repeat in range(args.repeats + 1):  # the first repetition warms up

@@ -184,69 +184,76 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+PROBE_BATCH = 2
+"""Samples in the probe batch of :func:`count_macs` and :func:`count_activations` (BatchNorm refuses a
+batch of one in training mode when it sees one value per channel)."""
+
+
+def _probe(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype, modules: list[nn.Module], hook) -> None:
+    """Run ``model`` once on the ``meta`` device (no arithmetic, the model's own tensors untouched) on
+    a batch of :data:`PROBE_BATCH` zero inputs of ``dtype`` in training mode, calling
+    ``hook(module, output)`` after each of ``modules``; every module's mode is restored afterwards.
+    Floating-point weights take the probe's dtype when it is floating too."""
+    from torch.func import functional_call
+
+    def meta(t):
+        same_kind = t.is_floating_point() and dtype.is_floating_point
+        return torch.empty_like(t, device="meta", dtype=dtype if same_kind else t.dtype)
+
+    state = {name: meta(t) for name, t in [*model.named_parameters(), *model.named_buffers()]}
+    modes = [(m, m.training) for m in model.modules()]
+    handles = [m.register_forward_hook(lambda module, inputs, output: hook(module, output)) for m in modules]
+    try:
+        model.train()
+        functional_call(model, state, (torch.zeros(PROBE_BATCH, *input_shape, dtype=dtype, device="meta"),))
+    finally:
+        for m, training in modes:
+            m.training = training
+        for handle in handles:
+            handle.remove()
+
+
 def count_macs(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> int:
     """Multiply-accumulates of one forward pass for one sample, counting Linear and Conv2d layers
     (every call: a recurrent layer's per-step gates count once per step).
 
     Used to scale measured on-device training times from a reference model to another model
-    (DESIGN.md section 6). Activations, pooling, embeddings and normalisation are not counted.
+    (DESIGN.md section 6). Activations, pooling, embeddings and normalisation are not counted. Found on
+    the ``meta`` device: nothing is computed and the model is left as it was.
 
     Args:
         dtype: dtype of the probe input (integer for character ids).
     """
     total = 0
 
-    def hook(module, inputs, output):
+    def hook(module, output):
         nonlocal total
         if isinstance(module, nn.Linear):
-            total += module.in_features * module.out_features * (output.numel() // module.out_features)
-        elif isinstance(module, nn.Conv2d):
-            kernel = module.kernel_size[0] * module.kernel_size[1] * module.in_channels // module.groups
-            total += output[0].numel() * kernel
+            total += module.in_features * output.numel()
+        else:
+            total += output.numel() * module.kernel_size[0] * module.kernel_size[1] * module.in_channels // module.groups
 
-    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
-    training = model.training
-    try:
-        with torch.no_grad():
-            model.eval()
-            model(torch.zeros(1, *input_shape, dtype=dtype))
-    finally:
-        model.train(training)
-        for handle in handles:
-            handle.remove()
-    return total
+    _probe(model, input_shape, dtype, [m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))], hook)
+    return total // PROBE_BATCH
 
 
 def count_activations(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> int:
     """Values the model's leaf modules output in one training-mode forward pass for one sample (what
-    autograd keeps for the backward pass, roughly), found on the ``meta`` device: nothing is computed
-    and the model is not touched.
+    autograd keeps for the backward pass, roughly). Found on the ``meta`` device: nothing is computed
+    and the model is left as it was.
 
     Used to size the chunks of clients the batched engine trains at once on a CPU
     (:func:`fedenv.batched.cpu_chunked`).
 
     Args:
-        dtype: dtype of the probe input (integer for character ids).
+        dtype: dtype of the probe input (integer for character ids; a floating dtype also stands for
+            the weights' dtype).
     """
-    from torch.func import functional_call
-
     total = 0
 
-    def hook(module, inputs, output):
+    def hook(module, output):
         nonlocal total
-        outputs = output if isinstance(output, tuple) else (output,)
-        total += sum(t.numel() for t in outputs if isinstance(t, torch.Tensor))
+        total += sum(t.numel() for t in (output if isinstance(output, tuple) else (output,)) if isinstance(t, torch.Tensor))
 
-    state = {name: torch.empty_like(t, device="meta") for name, t in [*model.named_parameters(), *model.named_buffers()]}
-    leaves = [m for m in model.modules() if not list(m.children())]
-    handles = [m.register_forward_hook(hook) for m in leaves]
-    training = model.training
-    try:
-        model.train()
-        # two samples: BatchNorm refuses one value per channel in training mode
-        functional_call(model, state, (torch.zeros(2, *input_shape, dtype=dtype, device="meta"),))
-    finally:
-        model.train(training)
-        for handle in handles:
-            handle.remove()
-    return total // 2
+    _probe(model, input_shape, dtype, [m for m in model.modules() if not list(m.children())], hook)
+    return total // PROBE_BATCH

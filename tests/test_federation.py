@@ -76,7 +76,15 @@ def test_fast_path_gradients_equal_vmap_gradients(mnist5k, model_name):
     ([nn.Conv2d(2, 3, 3, padding=1), nn.MaxPool2d(2), nn.Flatten()], (2, 4, 4), 12),
     # no images at all
     ([nn.Linear(7, 6), nn.ReLU(), nn.Linear(6, 4)], (7,), 4),
-], ids=["conv-flatten-relu-linear", "conv-flatten", "linear-only"])
+    # a Linear on the last dimension of a (2, 7) sample, then a Flatten
+    ([nn.Linear(7, 6), nn.ReLU(), nn.Flatten(), nn.Linear(12, 4)], (2, 7), 4),
+    # a Flatten first, on samples that are not (C, H, W)
+    ([nn.Flatten(), nn.Linear(12, 4)], (3, 4), 4),
+    # strided, dilated and padded convolution; ceil-mode pooling with padding
+    ([nn.Conv2d(3, 4, 3, stride=2, padding=2, dilation=2), nn.ReLU(), nn.MaxPool2d(3, 2, 1, ceil_mode=True),
+      nn.Flatten(), nn.Linear(36, 5)], (3, 9, 9), 5),
+], ids=["conv-flatten-relu-linear", "conv-flatten", "linear-only", "linear-on-2d-samples", "flatten-2d-samples",
+        "strided-dilated-ceil"])
 def test_grouped_convolution_path_equals_vmap_on_other_stacks(layers, input_shape, classes):
     model = nn.Sequential(*layers)
     gen = torch.Generator().manual_seed(0)
@@ -91,6 +99,23 @@ def test_grouped_convolution_path_equals_vmap_on_other_stacks(layers, input_shap
     for name in params:
         assert torch.allclose(fast[name], general[name], atol=1e-6), name
     assert torch.allclose(fast_loss, general_loss, atol=1e-6)
+
+
+@pytest.mark.parametrize("layers", [
+    [nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect"), nn.Flatten(), nn.Linear(32, 3)],
+    [nn.Conv2d(2, 2, 3, groups=2), nn.Flatten(), nn.Linear(8, 3)],
+    [nn.Conv2d(1, 2, 3, bias=False), nn.Flatten(), nn.Linear(8, 3)],
+    [nn.Flatten(), nn.Linear(16, 3, bias=False)],
+    [nn.Conv2d(1, 2, 3), nn.Flatten(start_dim=2), nn.Linear(4, 3)],
+    [nn.MaxPool2d(2, return_indices=True)],
+    [nn.Conv2d(1, 2, 3), nn.Linear(2, 3)],  # a Linear on the width of images
+    [nn.Flatten(), nn.ReLU(), nn.MaxPool2d(2)],
+], ids=["reflect-padding", "grouped-conv", "conv-without-bias", "linear-without-bias", "partial-flatten",
+        "pool-indices", "linear-on-images", "pool-after-flatten"])
+def test_stacks_the_grouped_convolution_path_cannot_compute_take_the_vmap_path(layers):
+    model = nn.Sequential(*layers)
+    assert stackable_layers(model) is None
+    assert batched_grad_fn(model).__qualname__.startswith("vmap_grad_fn")
 
 
 @pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
@@ -120,11 +145,13 @@ def test_cpu_chunks_of_clients_give_the_gradients_of_one_call(mnist5k, model_nam
 
 
 def test_cpu_chunks_update_each_clients_batchnorm_statistics_in_place():
-    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)).double()
+    # the module is float32, the clients' weights float64 (the chunk estimate must not mind)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3))
     gen = torch.Generator().manual_seed(0)
-    params = {n: p.detach() + 0.1 * torch.randn(4, *p.shape, generator=gen, dtype=p.dtype)
+    params = {n: p.detach().double() + 0.1 * torch.randn(4, *p.shape, generator=gen, dtype=torch.float64)
               for n, p in model.named_parameters()}
-    buffers = {n: b.unsqueeze(0).repeat(4, *[1] * b.dim()) for n, b in model.named_buffers()}
+    buffers = {n: (b.double() if b.is_floating_point() else b).unsqueeze(0).repeat(4, *[1] * b.dim())
+               for n, b in model.named_buffers()}
     x = torch.randn(4, 5, 1, 4, 4, generator=gen, dtype=torch.float64)
     y, valid = torch.randint(0, 3, (4, 5), generator=gen), torch.ones(4, 5, dtype=torch.float64)
     whole_buffers = {n: b.clone() for n, b in buffers.items()}
@@ -194,9 +221,12 @@ def test_model_sizes_by_hand():
     # conv 6x28x28, ReLU, pool 6x14x14, conv 16x10x10, ReLU, pool 16x5x5, Flatten, 120, ReLU, 84, ReLU, 10
     expected = 2 * 6 * 28 * 28 + 6 * 14 * 14 + 2 * 16 * 10 * 10 + 2 * 400 + 2 * 120 + 2 * 84 + 10
     assert count_activations(lenet, (1, 28, 28)) == expected
-    normed = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)).eval()
+    normed = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+    normed[1].eval()
     assert count_activations(normed, (1, 4, 4)) == 2 * 2 * 2 * 2
-    assert not normed.training and normed[1].num_batches_tracked == 0  # mode and buffers untouched
+    assert count_macs(normed, (1, 4, 4), torch.float64) == 2 * 2 * 2 * 9
+    assert normed.training and not normed[1].training  # every module's mode and the buffers untouched
+    assert normed[1].num_batches_tracked == 0
 
 
 def test_model_init_is_seeded_and_leaves_global_rng_alone():
