@@ -1,0 +1,33 @@
+"""Short episodes replay exactly as they did before the package was reorganised.
+
+``tests/data/pinned_episodes.json`` was recorded at commit e7e39ce (before the registries, the round
+simulator and the subpackages): one episode (seed 7) per case, each case an aggregation rule, a
+partitioner, a policy or a training setting. A refactor that changes what a seed plays fails here.
+A change that is meant to alter behaviour re-records the affected cases and says so in its commit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fedenv.config import EnvConfig
+from fedenv.env import ClientSelectionEnv
+from fedenv.policies import make_policy
+from fedenv.rollout import run_episode
+
+PINNED = json.loads((Path(__file__).parent / "data" / "pinned_episodes.json").read_text())
+
+
+@pytest.mark.parametrize("case", sorted(PINNED["cases"]))
+def test_seeded_episode_replays_the_recorded_rounds(case):
+    pinned = PINNED["cases"][case]
+    policy = make_policy(pinned["policy"])
+    config = EnvConfig(**{**PINNED["base"], **pinned["overrides"], **policy.env_overrides})
+    record = run_episode(ClientSelectionEnv(config), policy, seed=PINNED["seed"])
+    assert record.num_selected == pinned["num_selected"]
+    for key in ("accuracy", "wall_clock_s", "reward", "comm_mb"):
+        np.testing.assert_allclose(getattr(record, key), pinned[key], rtol=1e-6, atol=1e-9, err_msg=key)
