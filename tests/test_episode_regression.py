@@ -1,6 +1,6 @@
 """Short episodes replay exactly as they did before the package was reorganised.
 
-``tests/data/pinned_episodes.json`` was recorded at commit e7e39ce (before the registries, the round
+``tests/fixtures/pinned_episodes.json`` was recorded at commit e7e39ce (before the registries, the round
 simulator and the subpackages): one episode (seed 7) per case, each case an aggregation rule, a
 partitioner, a policy or a training setting. A refactor that changes what a seed plays fails here.
 A change that is meant to alter behaviour re-records the affected cases and says so in its commit.
@@ -19,7 +19,7 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.policies import make_policy
 from fedenv.rollout import run_episode
 
-PINNED = json.loads((Path(__file__).parent / "data" / "pinned_episodes.json").read_text())
+PINNED = json.loads((Path(__file__).parent / "fixtures" / "pinned_episodes.json").read_text())
 
 
 @pytest.mark.parametrize("case", sorted(PINNED["cases"]))
