@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-AGGREGATIONS = ("fedavg", "fedpdp", "fedca", "fedadp")
-FEDCA_SCORES = ("acc", "ce")
+from fedenv.config import FEDCA_SCORES
+
 FEDCA_EXHAUSTIVE_LIMIT = 10
 
 

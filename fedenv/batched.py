@@ -28,9 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from fedenv.config import ENGINES
 from fedenv.models import MLP, count_activations
-
-ENGINES = ("auto", "vmap")
 
 
 def _batch_loss(model, params, buffers, x, y, valid):

@@ -10,19 +10,22 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from fedenv.aggregators import AGGREGATIONS, FEDCA_SCORES
-from fedenv.batched import ENGINES
-from fedenv.data import DATASETS, PARTITIONERS
-from fedenv.models import MODELS
-from fedenv.reward import UTILITIES
-from fedenv.traces import TRACE_MODES
+from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS
 
+UTILITIES = ("exp64", "linear")
+"""Accuracy utilities of the reward (:func:`fedenv.reward.utility`)."""
+TRACE_MODES = ("replay", "static")
+"""How latency is replayed from a trace (:class:`fedenv.traces.TraceReplay`)."""
+FEDCA_SCORES = ("acc", "ce")
+"""FedCA's validation scores (:func:`fedenv.aggregators.fedca_scores`)."""
+ENGINES = ("auto", "vmap")
+"""Gradient paths of the batched engine (:func:`fedenv.batched.batched_grad_fn`)."""
 
 CHOICES = {
-    "dataset": DATASETS, "partition": tuple(PARTITIONERS), "model": MODELS, "utility": UTILITIES,
-    "aggregation": AGGREGATIONS, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES, "engine": ENGINES,
+    "dataset": DATASETS, "partition": PARTITIONERS, "model": MODELS, "utility": UTILITIES,
+    "aggregation": AGGREGATION_RULES, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES, "engine": ENGINES,
 }
-"""The allowed values of the :class:`EnvConfig` fields that take a name."""
+"""The allowed values of the :class:`EnvConfig` fields that take a name (registries list their names)."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-UTILITIES = ("exp64", "linear")
+from fedenv.config import UTILITIES
 
 
 def utility(accuracy: float, kind: str = "exp64") -> float:

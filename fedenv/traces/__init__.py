@@ -46,12 +46,13 @@ from pathlib import Path
 
 import numpy as np
 
+from fedenv.config import TRACE_MODES
+
 TRACE_FORMAT = "fedenv-trace"
 TRACE_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 SHIPPED_TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
 DEFAULT_TRACE = "default"
-TRACE_MODES = ("replay", "static")
 
 
 @dataclass(frozen=True)
