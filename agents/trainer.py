@@ -120,7 +120,7 @@ class Trainer:
                 if not envs[i].agents:
                     info, t = infos[agent], totals[i]
                     summaries[i] = EpisodeSummary(t["return"], info["accuracy"], info["wall_clock_s"],
-                                                  t["uploads"] * envs[i].upload_mb,
+                                                  t["uploads"] * envs[i].simulator.model_size_mb,
                                                   t["uploads"] / max(1, t["candidates"]), t["epsilon"], t["losses"],
                                                   self.steps)
         self.episode += len(envs)

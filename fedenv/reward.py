@@ -8,8 +8,6 @@ the accuracy term telescopes to ``w1 * (U(Acc(T)) - U(Acc(0)))``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from fedenv.config import UTILITIES
 
 
@@ -33,21 +31,6 @@ def utility(accuracy: float, kind: str = "exp64") -> float:
     if kind == "linear":
         return float(accuracy)
     raise ValueError(f"unknown utility {kind!r}; allowed: {', '.join(UTILITIES)}")
-
-
-def round_latency_s(probe_s: np.ndarray, finish_s: np.ndarray) -> float:
-    """Round latency ``H_t = max_candidates H^p + max_selected (H^rest + H^u)`` (DESIGN.md section 3).
-
-    Args:
-        probe_s: ``(C,)`` probing latency (download + first epoch) of every candidate, s.
-        finish_s: ``(S,)`` remaining-epochs plus upload latency of every selected client, s (may be empty).
-
-    Returns:
-        Seconds; the second term is 0 when nobody is selected, the first when nobody is a candidate.
-    """
-    probe = float(np.max(probe_s)) if len(probe_s) else 0.0
-    finish = float(np.max(finish_s)) if len(finish_s) else 0.0
-    return probe + finish
 
 
 def team_reward(

@@ -89,8 +89,8 @@ def test_oort_sees_the_loss_of_all_probing_samples_not_only_the_last_batch():
 
     env = fedenv.parallel_env(num_clients=2, clients_per_round=2, num_rounds=1, batch_size=16)
     _, infos = env.reset(seed=0)
-    fed = env.federation
-    generators = env._generators(np.arange(2), phase=0)
+    fed = env.simulator.federation
+    generators = env.simulator._generators(np.arange(2), phase=0)
     schedule = make_schedule(fed.client_indices, 1, 16, generators)
     params = {n: p.unsqueeze(0).repeat(2, *[1] * p.dim()) for n, p in fed.global_params.items()}
     reference = train_reference(fed.model, params, {n: torch.zeros_like(p) for n, p in params.items()},
@@ -124,7 +124,7 @@ def test_identical_seeds_give_identical_partitions_traces_and_candidates_across_
         policy = Recorder(make_policy(name))
         env = fedenv.parallel_env(base, **policy.env_overrides)
         record = run_episode(env, policy, seed=1003)
-        seen[name] = ([i.tolist() for i in env.client_indices], env.replay.assignment.tolist(), env.replay.offset,
+        seen[name] = ([i.tolist() for i in env.simulator.client_indices], env.simulator.replay.assignment.tolist(), env.simulator.replay.offset,
                       policy.seen, record.accuracy[0])
     first = seen["fedavg"]
     assert all(value == first for value in seen.values())

@@ -125,12 +125,12 @@ def test_test_samples_evaluates_every_env_on_the_same_fixed_subset():
 
     full = load_dataset("mnist5k")
     a, b = ClientSelectionEnv(test_samples=200, num_rounds=1), ClientSelectionEnv(test_samples=200, num_rounds=1)
-    assert len(a.dataset.test_y) == 200 and torch.equal(a.dataset.test_x, b.dataset.test_x)
-    assert len({tuple(row) for row in a.dataset.test_x.flatten(1)[:, ::7].tolist()}) == 200  # no repeats
+    assert len(a.simulator.dataset.test_y) == 200 and torch.equal(a.simulator.dataset.test_x, b.simulator.dataset.test_x)
+    assert len({tuple(row) for row in a.simulator.dataset.test_x.flatten(1)[:, ::7].tolist()}) == 200  # no repeats
     members = {tuple(row) for row in full.test_x.flatten(1)[:, ::7].tolist()}
-    assert all(tuple(row) in members for row in a.dataset.test_x.flatten(1)[:, ::7].tolist())
+    assert all(tuple(row) in members for row in a.simulator.dataset.test_x.flatten(1)[:, ::7].tolist())
     a.reset(seed=3)
-    assert round(a.accuracy * 200) == pytest.approx(a.accuracy * 200)  # accuracy counts 200 samples
+    assert round(a.simulator.accuracy * 200) == pytest.approx(a.simulator.accuracy * 200)  # accuracy counts 200 samples
     assert len(full.test_y) == 1000  # the cached full dataset is untouched
     with pytest.raises(ValueError, match=r"test_samples=5000 must be in \[1, 1000\]"):
         ClientSelectionEnv(test_samples=5000)

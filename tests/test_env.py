@@ -116,15 +116,15 @@ def test_observations_in_bounds_infos_complete_and_final_round_has_no_candidates
 def test_round_latency_matches_the_latency_model():
     env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=2, local_epochs=3)
     env.reset(seed=2)
-    upload, download = env.replay.bandwidth_kbps(0)
+    upload, download = env.simulator.replay.bandwidth_kbps(0)
     clients = np.arange(4)
-    probe = env.replay.transfer_s(download) + env.replay.compute_s(clients, env.data_size, 0)
+    probe = env.simulator.replay.transfer_s(download) + env.simulator.replay.compute_s(clients, env.simulator.clients.data_size, 0)
     chosen = np.array([0, 2])
-    finish = env.replay.compute_s(chosen, 2 * env.data_size[chosen], 0) + env.replay.transfer_s(upload[chosen])
+    finish = env.simulator.replay.compute_s(chosen, 2 * env.simulator.clients.data_size[chosen], 0) + env.simulator.replay.transfer_s(upload[chosen])
     _, _, _, _, infos = env.step({"client_0": 1, "client_2": 1})
     assert infos["client_0"]["round_latency_s"] == pytest.approx(probe.max() + finish.max())
-    assert infos["client_0"]["comm_mb"] == pytest.approx(2 * env.upload_mb)
-    assert env.upload_mb == pytest.approx(env.model_parameters * 4 / 1e6)
+    assert infos["client_0"]["comm_mb"] == pytest.approx(2 * env.simulator.model_size_mb)
+    assert env.simulator.model_size_mb == pytest.approx(env.simulator.model_parameters * 4 / 1e6)
 
 
 def test_target_accuracy_ends_by_termination():

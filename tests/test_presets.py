@@ -278,7 +278,7 @@ def test_every_preset_plays_a_short_episode(tmp_path, name):
         small["partition"] = "iid"
     env = ClientSelectionEnv(config, **small)
     observations, _ = env.reset(seed=0)
-    initial = {n: p.clone() for n, p in env.federation.global_params.items()}
+    initial = {n: p.clone() for n, p in env.simulator.federation.global_params.items()}
     rewards, steps = [], 0
     while env.agents:
         observations, reward, terminations, truncations, infos = env.step({a: 1 for a in env.agents})
@@ -286,14 +286,14 @@ def test_every_preset_plays_a_short_episode(tmp_path, name):
         steps += 1
     assert steps == 2 and all(truncations.values()) and not any(terminations.values())
     assert all(math.isfinite(r) for r in rewards)
-    assert any(not torch.equal(initial[n], p) for n, p in env.federation.global_params.items())
-    assert 0.0 <= env.accuracy <= 1.0
+    assert any(not torch.equal(initial[n], p) for n, p in env.simulator.federation.global_params.items())
+    assert 0.0 <= env.simulator.accuracy <= 1.0
     assert env.config.dataset == PRESETS[name]["dataset"] and env.config.model == PRESETS[name]["model"]
     if name == "fmnist-resnet18":  # BatchNorm: latency counts the full batches trained, not the data size
-        candidates = np.flatnonzero(env._epoch_samples)
-        assert env._epoch_samples[candidates].tolist() == (env.data_size[candidates] // 4 * 4).tolist()
+        candidates = np.flatnonzero(env.simulator.clients.epoch_samples)
+        assert env.simulator.clients.epoch_samples[candidates].tolist() == (env.simulator.clients.data_size[candidates] // 4 * 4).tolist()
     if name == "shakespeare-lstm":  # one speaking role per client
-        assert all(len(np.unique(env.dataset.train_owner[i])) == 1 for i in env.client_indices)
+        assert all(len(np.unique(env.simulator.dataset.train_owner[i])) == 1 for i in env.simulator.client_indices)
 
 
 def test_preset_flag_sets_fields_and_other_flags_override_it():

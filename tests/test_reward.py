@@ -1,9 +1,8 @@
 import math
 
-import numpy as np
 import pytest
 
-from fedenv.reward import round_latency_s, team_reward, utility
+from fedenv.reward import team_reward, utility
 
 
 def test_exp64_utility_values_by_hand():
@@ -12,11 +11,6 @@ def test_exp64_utility_values_by_hand():
     assert utility(0.5, "linear") == 0.5
     with pytest.raises(ValueError, match="allowed: exp64, linear"):
         utility(0.5, "log")
-
-
-def test_round_latency_is_max_probe_plus_max_finish():
-    assert round_latency_s(np.array([1.0, 3.0, 2.0]), np.array([4.0, 0.5])) == 7.0
-    assert round_latency_s(np.array([1.0, 3.0]), np.array([])) == 3.0
 
 
 def test_team_reward_by_hand():

@@ -42,7 +42,7 @@ def test_diverged_clients_are_excluded_and_everything_stays_finite():
     observations, rewards, _, _, infos = env.step({a: 1 for a in env.agents})
     assert all(info["selected"] and info["excluded"] for info in infos.values())
     assert infos["client_0"]["accuracy"] == initial  # no usable upload: the model is unchanged
-    assert all(torch.isfinite(p).all() for p in env.federation.global_params.values())
+    assert all(torch.isfinite(p).all() for p in env.simulator.federation.global_params.values())
     assert np.isfinite(rewards["client_0"])
     space = env.observation_space("client_0")
     assert all(space.contains(o) for o in observations.values())

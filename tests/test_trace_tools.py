@@ -47,15 +47,15 @@ def test_fedscale_import_latencies_equal_fedscale_formulas(tmp_path, fedscale_fi
     assert trace.clients[1].availability.online.tolist() == [[100.0, 300.0], [600.0, 900.0]]
     env = fedenv.parallel_env(num_clients=2, clients_per_round=2, num_rounds=1, trace=str(out), local_epochs=2)
     env.reset(seed=0)
-    trace_of = {env.possible_agents[i]: int(env.replay.assignment[i]) for i in range(2)}
+    trace_of = {env.possible_agents[i]: int(env.simulator.replay.assignment[i]) for i in range(2)}
     model_bits = 32 * (784 * 200 + 200 + 200 * 10 + 10)
-    online = {a: env.replay.online(0.0)[i] for i, a in enumerate(env.possible_agents)}
+    online = {a: env.simulator.replay.online(0.0)[i] for i, a in enumerate(env.possible_agents)}
     candidates = [a for a in env.possible_agents if online[a]]
     # FedScale: compute = 3 x computation (ms per sample) x samples / 1000; transfer = bits / bandwidth
     by_hand = {}
     for i, agent in enumerate(env.possible_agents):
         computation, kbps = [(2.0, 4000.0), (0.5, 1000.0)][trace_of[agent]]
-        n = env.data_size[i]
+        n = env.simulator.clients.data_size[i]
         by_hand[agent] = (model_bits / (kbps * 1000) + 3 * computation * n / 1000,  # probe: download + 1 epoch
                           3 * computation * n / 1000 + model_bits / (kbps * 1000))   # rest: 1 epoch + upload
     _, _, _, _, infos = env.step({a: 1 for a in candidates})
@@ -127,7 +127,7 @@ def test_offline_clients_are_never_candidates_and_fewer_online_are_used(write_tr
     env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=4, trace=trace)
     for seed in range(3):
         observations, infos = env.reset(seed=seed)
-        never = env.possible_agents[list(env.replay.assignment).index(2)]
+        never = env.possible_agents[list(env.simulator.replay.assignment).index(2)]
         while env.agents:
             assert observations[never]["action_mask"].tolist() == [1, 0] and not infos[never]["online"]
             assert sum(i["candidate"] for i in infos.values()) == 3  # fewer online than requested: all 3
@@ -145,7 +145,7 @@ def test_round_with_nobody_online_only_advances_the_clock(write_trace):
     else:
         pytest.fail("no seed started outside the window")
     start_accuracy = infos["client_0"]["accuracy"]
-    wait = env.replay.wait_s(0.0)
+    wait = env.simulator.replay.wait_s(0.0)
     assert all(o["action_mask"].tolist() == [1, 0] for o in observations.values())
     _, rewards, _, _, infos = env.step({"client_0": 1})
     assert infos["client_0"]["idle"] is True and infos["client_0"]["round_latency_s"] == pytest.approx(wait)
@@ -164,15 +164,15 @@ def test_deadline_drops_stragglers_caps_latency_and_aggregates_the_rest(write_tr
     without = fedenv.parallel_env(**config)
     with_deadline.reset(seed=4)
     without.reset(seed=4)
-    slow_agent = with_deadline.possible_agents[list(with_deadline.replay.assignment).index(2)]
+    slow_agent = with_deadline.possible_agents[list(with_deadline.simulator.replay.assignment).index(2)]
     _, _, _, _, infos = with_deadline.step({a: 1 for a in with_deadline.possible_agents})
     _, _, _, _, reference = without.step({a: 1 for a in without.possible_agents if a != slow_agent})
     assert infos[slow_agent]["dropped"] and infos[slow_agent]["selected"]
     assert not any(infos[a]["dropped"] for a in infos if a != slow_agent)
     assert infos[slow_agent]["round_latency_s"] == 5.0
-    assert infos[slow_agent]["comm_mb"] == pytest.approx(2 * with_deadline.upload_mb)
-    for name, tensor in with_deadline.federation.global_params.items():
-        assert torch.allclose(tensor, without.federation.global_params[name]), name
+    assert infos[slow_agent]["comm_mb"] == pytest.approx(2 * with_deadline.simulator.model_size_mb)
+    for name, tensor in with_deadline.simulator.federation.global_params.items():
+        assert torch.allclose(tensor, without.simulator.federation.global_params[name]), name
     assert reference[slow_agent]["round_latency_s"] < 5.0
 
 
@@ -182,9 +182,9 @@ def test_static_mode_uses_median_bandwidth_every_round(write_trace):
     static_env = fedenv.parallel_env(num_clients=1, clients_per_round=1, num_rounds=1, trace=trace, trace_mode="static")
     replay_env.reset(seed=0)
     static_env.reset(seed=0)
-    assert {float(replay_env.replay.bandwidth_kbps(r)[0][0]) for r in range(3)} == {100.0, 200.0, 300.0}
-    assert {float(static_env.replay.bandwidth_kbps(r)[0][0]) for r in range(3)} == {200.0}
-    factors = {float(replay_env.replay.compute_s(np.array([0]), np.array([1000]), r)[0]) for r in range(2)}
+    assert {float(replay_env.simulator.replay.bandwidth_kbps(r)[0][0]) for r in range(3)} == {100.0, 200.0, 300.0}
+    assert {float(static_env.simulator.replay.bandwidth_kbps(r)[0][0]) for r in range(3)} == {200.0}
+    factors = {float(replay_env.simulator.replay.compute_s(np.array([0]), np.array([1000]), r)[0]) for r in range(2)}
     assert len(factors) == 2 and max(factors) == pytest.approx(2 * min(factors))
 
 

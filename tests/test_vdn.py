@@ -119,7 +119,7 @@ def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
     slow_selected, fast_selected, rounds = 0, 0, 0
     for seed in range(1000, 1005):
         observations, infos = env.reset(seed=seed)
-        slow_agent = env.possible_agents[env.replay.devices.index("slow")]
+        slow_agent = env.possible_agents[env.simulator.replay.devices.index("slow")]
         while env.agents:
             actions = policy.act(observations, infos)
             slow_selected += actions.get(slow_agent, 0)

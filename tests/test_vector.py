@@ -44,20 +44,20 @@ def test_vectorised_federations_equal_separate_envs(config, seeds):
         # float32: a different number of clients changes the convolutions' summation order; BatchNorm over
         # 8-sample batches amplifies that to ~5e-5 in ResNet-18's weights (about 1 in size) after two rounds
         tolerance = 1e-6 if config.model == "mlp" else 2e-4
-        for name, tensor in alone.federation.global_params.items():
-            assert torch.allclose(tensor, vector.envs[k].federation.global_params[name], atol=tolerance), name
-        for name, tensor in alone.federation.global_buffers.items():
-            assert torch.allclose(tensor.double(), vector.envs[k].federation.global_buffers[name].double(),
+        for name, tensor in alone.simulator.federation.global_params.items():
+            assert torch.allclose(tensor, vector.envs[k].simulator.federation.global_params[name], atol=tolerance), name
+        for name, tensor in alone.simulator.federation.global_buffers.items():
+            assert torch.allclose(tensor.double(), vector.envs[k].simulator.federation.global_buffers[name].double(),
                                   atol=tolerance), name
         if config.model == "resnet18":  # the buffers did move: two rounds of running statistics
-            assert int(alone.federation.global_buffers["bn1.num_batches_tracked"]) > 0
+            assert int(alone.simulator.federation.global_buffers["bn1.num_batches_tracked"]) > 0
 
 
 def test_skipped_federation_is_left_alone_and_bad_input_is_rejected():
     vector = VectorClientSelectionEnv(CONFIG, num_envs=2)
     vector.reset([1, 2])
     outputs = vector.step([None, {"client_0": 1}])
-    assert outputs[0] is None and vector.envs[0].round == 0 and vector.envs[1].round == 1
+    assert outputs[0] is None and vector.envs[0].simulator.round == 0 and vector.envs[1].simulator.round == 1
     with pytest.raises(ValueError, match="client_1"):
         vector.step([{"client_1": 7}, None])
     with pytest.raises(ValueError, match="need 2 seeds"):

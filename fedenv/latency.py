@@ -1,0 +1,54 @@
+"""How long an FL round takes: the round-latency and deadline rules (docs/design.md, "Latency model").
+
+A round has two phases. Every candidate downloads the global model and trains the probing epoch; the
+server waits for the slowest of them before the agents decide. Each selected client then trains its
+remaining epochs and uploads; the server waits for the slowest of those. With a round deadline
+(FedScale's straggler handling, Lai et al., OSDI 2022) a selected client that would finish after the
+deadline is dropped, and the server waits no longer than the deadline. The per-client times come from
+the trace replay (:class:`fedenv.traces.TraceReplay`); these functions only combine them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def round_latency_s(probe_s: np.ndarray, finish_s: np.ndarray) -> float:
+    """Round latency ``H_t = max_candidates H^p + max_selected (H^rest + H^u)`` (FedMarl, arXiv 2201.02932,
+    Section 3: the server waits for the slowest probing candidate, then for the slowest selected client).
+
+    Args:
+        probe_s: ``(C,)`` probing latency (download + first epoch) of every candidate, s.
+        finish_s: ``(S,)`` remaining-epochs plus upload latency of every selected client, s (may be empty).
+
+    Returns:
+        Seconds; the second term is 0 when nobody is selected, the first when nobody is a candidate.
+    """
+    probe = float(np.max(probe_s)) if len(probe_s) else 0.0
+    finish = float(np.max(finish_s)) if len(finish_s) else 0.0
+    return probe + finish
+
+
+def on_time(probe_s: np.ndarray, finish_s: np.ndarray, deadline_s: float | None) -> np.ndarray:
+    """Which selected clients finish by the round deadline.
+
+    A selected client finishes at (slowest probing candidate) + (its own remaining epochs and upload):
+    the decision waits for every probe, so its own probe time does not count separately.
+
+    Args:
+        probe_s: ``(C,)`` probing latencies of the round's candidates, s (C >= 1 when finish_s is not empty).
+        finish_s: ``(S,)`` remaining-epochs plus upload latency of each selected client, s.
+        deadline_s: the round deadline, s, or None (no deadline: everyone is on time).
+
+    Returns:
+        ``(S,)`` bool.
+    """
+    finish_s = np.asarray(finish_s, dtype=np.float64)
+    if deadline_s is None or len(finish_s) == 0:
+        return np.ones(len(finish_s), dtype=bool)
+    return float(np.max(probe_s)) + finish_s <= deadline_s
+
+
+def capped_latency_s(latency_s: float, deadline_s: float | None) -> float:
+    """The round latency with the server waiting no longer than ``deadline_s`` (None: no cap)."""
+    return latency_s if deadline_s is None else min(latency_s, deadline_s)

@@ -1,0 +1,306 @@
+"""The FL round simulation under the environment (docs/design.md, "One round").
+
+:class:`FederationSimulator` plays the server side of one federation, one round at a time, with no
+notion of agents: every round it draws candidates among the clients the trace marks online, has them
+train the probing epoch, and, once told which candidates finish, trains their remaining epochs, drops
+stragglers past the deadline, aggregates the uploads and evaluates the global model. What each client
+has reported lives in a :class:`ClientStates` record; what a round did is a :class:`RoundOutcome`.
+:class:`fedenv.env.ClientSelectionEnv` wraps it in the PettingZoo API (spaces, actions, observations,
+rewards, infos), as PettingZoo's ``multiwalker.py`` wraps ``multiwalker_base.py``.
+
+Local training is not run here but requested: the ``*_process`` methods are generators that yield
+:class:`~fedenv.federation.TrainRequest` objects and receive their results, so that several federations
+can be served by one batched computation (:mod:`fedenv.vector`); :func:`run_alone` serves one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedenv.config import EnvConfig
+from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation, subsample_test_split
+from fedenv.federation import (
+    AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, TrainResult, resolve_device, train_together,
+)
+from fedenv.latency import capped_latency_s, on_time, round_latency_s
+from fedenv.models import build_model, count_macs, count_parameters
+from fedenv.traces import TraceReplay, load_trace
+
+BITS_PER_PARAMETER = 32
+"""Uploads and downloads carry float32 weights (no compression)."""
+
+
+@dataclass
+class ClientStates:
+    """What the server knows of each of its ``K`` clients (arrays indexed by client id).
+
+    Attributes:
+        data_size: ``(K,)`` training samples.
+        probe_loss, probe_loss_sq: ``(K,)`` mean and mean square of the per-sample training losses of the
+            client's latest probing epoch, nats (0 before its first).
+        probe_latency_hist_s, upload_latency_hist_s: ``(K, h)`` latest probing and upload latencies, s,
+            newest first (0 before any).
+        last_upload_round: ``(K,)`` round of the client's latest aggregated-or-not upload, -1 before any.
+        epoch_samples: ``(K,)`` samples trained per epoch (``data_size`` less a partial batch for
+            BatchNorm models), known once the client has probed.
+        online: ``(K,)`` bool, online when the current round started.
+    """
+
+    data_size: np.ndarray
+    probe_loss: np.ndarray
+    probe_loss_sq: np.ndarray
+    probe_latency_hist_s: np.ndarray
+    upload_latency_hist_s: np.ndarray
+    last_upload_round: np.ndarray
+    epoch_samples: np.ndarray
+    online: np.ndarray
+
+    @classmethod
+    def fresh(cls, data_size: np.ndarray, history_length: int) -> ClientStates:
+        """The record at the start of an episode: nothing reported yet, nobody online."""
+        k = len(data_size)
+        return cls(np.asarray(data_size), np.zeros(k), np.zeros(k), np.zeros((k, history_length)),
+                   np.zeros((k, history_length)), np.full(k, -1), np.zeros(k), np.zeros(k, dtype=bool))
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """What one round did. Client sets are sorted int arrays of client ids.
+
+    Attributes:
+        candidates: the clients that probed this round.
+        selected: the candidates told to finish and upload.
+        completed: the selected clients that finished by the deadline (all of them without one); their
+            uploads count in ``upload_mb``.
+        usable: the completed uploads whose models were finite.
+        kept: the uploads the aggregation rule used (FedCA's ``S_opt``; ``usable`` for the other rules).
+        weights: ``(len(kept),)`` aggregation weight of each kept upload.
+        latency_s: the round's latency, s (:mod:`fedenv.latency`; an idle round waits for a client).
+        upload_mb: megabytes uploaded this round (``model_size_mb`` per completed client).
+        accuracy, previous_accuracy: test accuracy of the global model after and before the round.
+        idle: nobody was online: the round only advanced the clock.
+    """
+
+    candidates: np.ndarray
+    selected: np.ndarray
+    completed: np.ndarray
+    usable: np.ndarray
+    kept: np.ndarray
+    weights: np.ndarray
+    latency_s: float
+    upload_mb: float
+    accuracy: float
+    previous_accuracy: float
+    idle: bool
+
+
+class FederationSimulator:
+    """One federation's rounds: candidates, probing, local training, deadline, aggregation, evaluation.
+
+    Args:
+        config: a validated :class:`~fedenv.config.EnvConfig`.
+
+    Attributes (after :meth:`reset_process`): ``federation`` (the engine's server state), ``replay``
+    (the trace replay), ``clients`` (:class:`ClientStates`), ``candidates`` (the current round's,
+    sorted ids), ``round`` (rounds completed), ``wall_clock_s`` (simulated time, s), ``accuracy``
+    (the global model's test accuracy), ``client_indices`` and ``validation_indices`` (the partition).
+    Fixed per configuration: ``dataset``, ``trace``, ``device``, ``model_parameters``, ``model_macs``
+    (per sample), ``model_size_mb`` (one model transfer) and ``reference_latency_s``.
+
+    Raises:
+        ValueError: the dataset lacks what the partitioner needs, or the trace has too few clients.
+    """
+
+    def __init__(self, config: EnvConfig):
+        self.config = cfg = config
+        self.device = resolve_device(cfg.device)
+        self.dataset = subsample_test_split(_dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download),
+                                            cfg.test_samples)
+        self._train_labels = self.dataset.train_y.cpu().numpy()
+        if cfg.partition == "natural" and self.dataset.train_owner is None:
+            raise ValueError(
+                f"partition='natural' needs a dataset that records users (shakespeare), not {cfg.dataset!r}"
+            )
+        self.trace = load_trace(cfg.trace)
+        if cfg.num_clients > len(self.trace.clients):
+            raise ValueError(
+                f"num_clients={cfg.num_clients} but trace {cfg.trace!r} holds {len(self.trace.clients)} clients"
+            )
+        probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
+        self.model_parameters = count_parameters(probe_model)
+        self.model_macs = count_macs(probe_model, self.dataset.input_shape, self.dataset.train_x.dtype)
+        self.model_bits = BITS_PER_PARAMETER * self.model_parameters
+        self.model_size_mb = self.model_bits / 8 / 1e6
+        self.reference_latency_s = self._reference_latency_s()
+        self.local_config = LocalTrainingConfig(cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.fedprox_mu)
+        self.aggregation_config = AggregationConfig(cfg.aggregation, cfg.fedca_score, cfg.fedadp_alpha)
+        self.candidates = np.zeros(0, dtype=np.int64)
+
+    def reset_process(self, seed: int) -> Generator[TrainRequest, TrainResult, None]:
+        """Start an episode from ``seed``: partition, model initialisation, trace assignment and offsets,
+        candidate draws and minibatch orders all derive from it; then probe the first round's candidates.
+
+        Raises:
+            ValueError: none of the trace clients drawn for this episode is ever online.
+        """
+        cfg = self.config
+        self.episode_seed = int(seed)
+        streams = np.random.SeedSequence(self.episode_seed).spawn(4)
+        partition_rng, trace_rng, self._candidate_rng = (np.random.default_rng(s) for s in streams[:3])
+        self._batch_entropy = streams[3].entropy
+        self.client_indices, self.validation_indices = self._partition(partition_rng)
+        model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
+        self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device,
+                                     self.aggregation_config, self.validation_indices, cfg.engine)
+        self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
+                                  cfg.trace_mode)
+        if not np.isfinite(self.replay.wait_s(0.0)):
+            raise ValueError(f"trace={cfg.trace!r}: none of the clients drawn for this episode is ever online")
+        self.clients = ClientStates.fresh(np.array([len(i) for i in self.client_indices]), cfg.history_length)
+        self.round = 0
+        self.wall_clock_s = 0.0
+        self.accuracy, _ = self.federation.evaluate()
+        yield from self.begin_round_process()
+
+    def begin_round_process(self) -> Generator[TrainRequest, TrainResult, None]:
+        """Draw the round's candidates among the online clients and train their probing epoch."""
+        cfg, clients = self.config, self.clients
+        clients.online = self.replay.online(self.wall_clock_s)
+        available = np.flatnonzero(clients.online)
+        count = min(cfg.clients_per_round, len(available))
+        self.candidates = np.sort(self._candidate_rng.choice(available, count, replace=False)).astype(np.int64)
+        self._probe_s = np.zeros(0)
+        if count == 0:
+            return
+        result = yield TrainRequest(self.federation, self.candidates, 1, self._generators(self.candidates, phase=0))
+        self._probe_result = result
+        samples = result.samples.to(result.loss_sum.device)
+        clients.probe_loss[self.candidates] = (result.loss_sum / samples).cpu().numpy()
+        clients.probe_loss_sq[self.candidates] = (result.loss_sq_sum / samples).cpu().numpy()
+        clients.epoch_samples[self.candidates] = result.samples.cpu().numpy()
+        _, download_kbps = self.replay.bandwidth_kbps(self.round)
+        self._probe_s = self.replay.transfer_s(download_kbps[self.candidates]) + self.replay.compute_s(
+            self.candidates, clients.epoch_samples[self.candidates], self.round
+        )
+        _push(clients.probe_latency_hist_s, self.candidates, self._probe_s)
+
+    def end_episode(self) -> None:
+        """No next round: no client is a candidate any more."""
+        self.candidates = np.zeros(0, dtype=np.int64)
+
+    def play_round_process(self, chosen: np.ndarray) -> Generator[TrainRequest, TrainResult, RoundOutcome]:
+        """Finish the round: the chosen candidates train their remaining epochs and upload, stragglers
+        past the deadline are dropped, the uploads are aggregated and the global model evaluated.
+
+        Args:
+            chosen: ``(K,)`` bool; only candidates count.
+
+        Returns:
+            The :class:`RoundOutcome` (the next round is not begun: see :meth:`begin_round_process`).
+        """
+        cfg, candidates = self.config, self.candidates
+        picked = np.flatnonzero(chosen[candidates])
+        selected = candidates[picked]
+        upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
+        upload_s = self.replay.transfer_s(upload_kbps[selected])
+        rest_s = self.replay.compute_s(selected, self.clients.epoch_samples[selected] * (cfg.local_epochs - 1),
+                                       self.round)
+        if len(candidates):
+            arrived = on_time(self._probe_s, rest_s + upload_s, cfg.round_deadline_s)
+            latency_s = capped_latency_s(round_latency_s(self._probe_s, rest_s + upload_s), cfg.round_deadline_s)
+        else:
+            arrived = np.zeros(0, dtype=bool)
+            latency_s = self.replay.wait_s(self.wall_clock_s)
+        completed = selected[arrived]
+        usable, kept, weights = completed, completed, np.zeros(0)
+        if len(completed):
+            result = self._probe_result.rows(picked[arrived])
+            if cfg.local_epochs > 1:
+                result = yield TrainRequest(self.federation, completed, cfg.local_epochs - 1,
+                                            self._generators(completed, phase=1), result)
+            aggregated = self.federation.aggregate(completed, result)
+            usable, kept = completed[aggregated.usable_rows], completed[aggregated.kept_rows]
+            weights = aggregated.weights
+        previous = self.accuracy
+        self.accuracy, _ = self.federation.evaluate()
+        _push(self.clients.upload_latency_hist_s, completed, upload_s[arrived])
+        self.clients.last_upload_round[completed] = self.round
+        self.round += 1
+        self.wall_clock_s += latency_s
+        return RoundOutcome(candidates, selected, completed, usable, kept, np.asarray(weights), float(latency_s),
+                            self.model_size_mb * len(completed), self.accuracy, previous, len(candidates) == 0)
+
+    def _partition(self, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
+        cfg = self.config
+        pool, validation = split_validation(self._train_labels, cfg.val_fraction, rng)
+        labels = self._train_labels[pool]
+        if cfg.partition == "fedmarl":
+            kwargs = {"dominant_fraction": cfg.dominant_fraction, "size_exponent": cfg.size_exponent,
+                      "min_size": cfg.min_client_size}
+        elif cfg.partition == "dirichlet":
+            kwargs = {"alpha": cfg.dirichlet_alpha, "min_size": cfg.min_client_size}
+        elif cfg.partition == "xclass":
+            kwargs = {"classes_per_client": cfg.xclass_classes, "noniid_clients": cfg.xclass_noniid_clients,
+                      "samples_per_client": cfg.xclass_samples}
+        elif cfg.partition == "natural":
+            labels, kwargs = self.dataset.train_owner[pool], {"min_size": cfg.min_client_size}
+        else:
+            kwargs = {}
+        shards = PARTITIONERS[cfg.partition](labels, cfg.num_clients, rng, **kwargs)
+        return [pool[s] for s in shards], validation
+
+    def _generators(self, clients: np.ndarray, phase: int) -> list[torch.Generator]:
+        """One generator per client fixing its minibatch order in this round and phase (0: probing)."""
+        generators = []
+        for client in clients:
+            state = np.random.SeedSequence(self._batch_entropy, spawn_key=(self.round, int(client), phase))
+            generators.append(torch.Generator().manual_seed(int(state.generate_state(1, np.uint64)[0] >> 1)))
+        return generators
+
+    def _reference_latency_s(self) -> float:
+        cfg = self.config
+        pool_size = len(self._train_labels) * (1.0 - cfg.val_fraction)
+        samples = cfg.local_epochs * pool_size / cfg.num_clients
+        latencies = [
+            self.model_bits / (np.median(c.download_kbps) * 1000.0)
+            + c.train_ms_per_sample * self.model_macs / self.trace.reference_macs * samples / 1000.0
+            + self.model_bits / (np.median(c.upload_kbps) * 1000.0)
+            for c in self.trace.clients
+        ]
+        return float(np.median(latencies))
+
+
+def _push(history: np.ndarray, clients: np.ndarray, values: np.ndarray) -> None:
+    """Shift ``clients``' rows of a newest-first history right by one and write ``values`` first."""
+    history[clients] = np.roll(history[clients], 1, axis=1)
+    history[clients, 0] = values
+
+
+@functools.lru_cache(maxsize=4)
+def _dataset_on(device: torch.device, name: str, data_root: str | None, download: bool) -> Dataset:
+    """The dataset's tensors on ``device``, one copy per device shared by every env in the process."""
+    dataset = load_dataset(name, data_root, download)
+    return dataclasses.replace(
+        dataset, train_x=dataset.train_x.to(device), train_y=dataset.train_y.to(device),
+        test_x=dataset.test_x.to(device), test_y=dataset.test_y.to(device),
+    )
+
+
+def run_alone(process: Generator[TrainRequest, TrainResult, object]):
+    """Drive a simulation process to its end, serving each :class:`TrainRequest` it yields on its own.
+
+    Returns:
+        The process's return value.
+    """
+    try:
+        request = next(process)
+        while True:
+            request = process.send(train_together([request])[0])
+    except StopIteration as stop:
+        return stop.value

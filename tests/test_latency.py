@@ -1,0 +1,27 @@
+"""Round latency and deadline rules (fedenv.latency), on values worked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedenv.latency import capped_latency_s, on_time, round_latency_s
+
+
+def test_round_latency_is_slowest_probe_plus_slowest_finish():
+    assert round_latency_s(np.array([1.0, 3.0, 2.0]), np.array([4.0, 0.5])) == 7.0
+    assert round_latency_s(np.array([1.0, 3.0]), np.array([])) == 3.0
+    assert round_latency_s(np.array([]), np.array([])) == 0.0
+
+
+def test_deadline_counts_from_the_slowest_probe_not_the_clients_own():
+    probe_s = np.array([1.0, 3.0])
+    # finishes at 3 + 4 = 7 and 3 + 6 = 9: only the first makes a deadline of 8
+    assert on_time(probe_s, np.array([4.0, 6.0]), 8.0).tolist() == [True, False]
+    assert on_time(probe_s, np.array([5.0]), 8.0).tolist() == [True]  # exactly at the deadline is on time
+
+
+def test_without_deadline_everyone_is_on_time_and_latency_is_not_capped():
+    assert on_time(np.array([3.0]), np.array([100.0, 200.0]), None).tolist() == [True, True]
+    assert on_time(np.array([3.0]), np.array([]), 1.0).tolist() == []
+    assert capped_latency_s(9.0, None) == 9.0
+    assert capped_latency_s(9.0, 8.0) == 8.0 and capped_latency_s(7.0, 8.0) == 7.0
