@@ -1,4 +1,4 @@
-"""Calibrate the reward weights on training seeds (DESIGN.md section 3).
+"""Calibrate the reward weights on training seeds (docs/design.md section 5).
 
 For FedAvg on a federation, measure the summed accuracy term ``A = sum_t (U(Acc(t)) - U(Acc(t-1)))``,
 the summed latency ``L = sum_t H_t`` (s) and the summed upload ``C = sum_t B_t`` (MB), averaged over the

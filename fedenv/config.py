@@ -1,4 +1,4 @@
-"""The environment's whole configuration, one dataclass (DESIGN.md section 4).
+"""The environment's whole configuration, one dataclass (docs/design.md section 7).
 
 Field names are the flag names of ``train_agents.py``, ``evaluate.py`` and ``python -m fedenv.calibrate``
 (``num_clients`` is ``--num-clients``). Every field carries its description and its ``--help`` group in
