@@ -64,7 +64,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
     ``metadata["group"]`` (fields without one share the group ``"CLS fields"``); ``allowed`` maps field
     names to the names their help lists (checked by the dataclass's ``validate``, not by argparse)."""
     hints = typing.get_type_hints(cls)
-    groups: dict[str, argparse._ArgumentGroup] = {}
+    groups = {}
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
