@@ -10,13 +10,11 @@ policy ``vdn`` is available.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
 
-from fedenv.cli import add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.config import EnvConfig
+from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.evaluation import compare
 from fedenv.observation import feature_names
 from fedenv.policies import DEFAULT_SELECT_FRACTION, POLICY_NAMES, make_policy
@@ -24,23 +22,33 @@ from fedenv.policies import DEFAULT_SELECT_FRACTION, POLICY_NAMES, make_policy
 FIRST_EVAL_SEED = 1000
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", default=None, help="checkpoint.pt of train_agents.py (adds policy vdn)")
+def build_parser() -> FlagParser:
+    """The parser of every flag: the evaluation's own, ``--preset`` and the EnvConfig fields."""
+    parser = FlagParser(prog="evaluate.py", description=__doc__)
+    parser.add_argument("--checkpoint", default=None, metavar="PATH",
+                        help="checkpoint.pt written by train_agents.py: adds policy vdn (its greedy policy) and "
+                             "rebuilds the environment from the checkpoint's config (flags override it)")
     parser.add_argument("--sb3", default=None, metavar="DIR",
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
-    parser.add_argument("--policies", default=None,
-                        help=f"comma-separated, or 'all'; allowed: {', '.join(POLICY_NAMES)}, vdn "
-                             "(default: fedavg,random and vdn when --checkpoint is given)")
-    parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION,
-                        help="m / candidates for fedcm-ucb, fedcm-ts, oort and fastest (default: %(default)s, "
-                             "FedCM's largest sampling ratio)")
-    parser.add_argument("--episodes", type=int, default=5, help="episodes per policy (default: %(default)s)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="explicit seeds (overrides --episodes)")
-    parser.add_argument("--out", default=None, help="output folder (default: results/<timestamp>)")
-    parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--policies", default=None, metavar="NAMES",
+                        help=f"policies to compare, comma-separated, or 'all'; allowed: {', '.join(POLICY_NAMES)}, "
+                             "vdn (default: fedavg,random, and vdn when --checkpoint is given)")
+    parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
+                        help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
+                             "each round (default: %(default)s, FedCM's largest sampling ratio)")
+    parser.add_argument("--episodes", type=int, default=5, metavar="N",
+                        help=f"episodes per policy, on env seeds {FIRST_EVAL_SEED} .. {FIRST_EVAL_SEED} + N - 1 "
+                             "(default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED",
+                        help="explicit env seeds, the same for every policy (overrides --episodes)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="folder for results.csv, results.json and the plots (default: results/<timestamp>)")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="YAML or JSON file mapping flag names (dashes or underscores) to values; flags "
+                             "given on the command line override it")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="hide the progress bar (for logs and batch jobs)")
     add_env_arguments(parser)
     return parser
 

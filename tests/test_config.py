@@ -1,0 +1,55 @@
+import dataclasses
+import json
+
+import pytest
+
+from fedenv import config as config_module
+from fedenv.config import EnvConfig
+
+GROUPS = {"federation and data", "local training", "aggregation", "traces", "observation and reward", "engine"}
+
+
+def test_every_field_has_a_description_and_one_of_the_six_groups():
+    for f in dataclasses.fields(EnvConfig):
+        assert len(f.metadata.get("help", "").split()) >= 5, f.name
+        assert f.metadata.get("group") in GROUPS, f.name
+    assert {f.metadata["group"] for f in dataclasses.fields(EnvConfig)} == GROUPS
+
+
+def test_fields_of_one_group_are_contiguous():
+    # --help shows the groups in the order the fields first use them; a field declared away from its
+    # group's block would still land in its group, but the class would read out of order
+    groups = [f.metadata["group"] for f in dataclasses.fields(EnvConfig)]
+    blocks = [g for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g]
+    assert len(blocks) == len(set(blocks)) == 6
+
+
+def test_json_round_trip_keeps_every_field():
+    config = EnvConfig(num_clients=7, clients_per_round=3, test_samples=100, round_deadline_s=12.5, download=True)
+    assert EnvConfig.from_json(config.to_json()) == config
+    assert set(json.loads(config.to_json())) == {f.name for f in dataclasses.fields(EnvConfig)}
+
+
+def test_from_dict_names_unknown_fields():
+    with pytest.raises(ValueError, match=r"unknown EnvConfig fields \['num_client'\]"):
+        EnvConfig.from_dict({"num_client": 3})
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("partition", "shards", "partition='shards' is not known; allowed: fedmarl"),
+    ("num_rounds", 0, "num_rounds=0 must be an integer >= 1"),
+    ("dominant_fraction", 1.5, "dominant_fraction=1.5 must be in [0.0, 1.0]"),
+    ("fedadp_alpha", 0.0, "fedadp_alpha=0.0 must be > 0"),
+    ("round_deadline_s", -1.0, "round_deadline_s=-1.0 must be > 0 or None"),
+    ("target_accuracy", 1.5, "target_accuracy=1.5 must be in (0, 1] or None"),
+])
+def test_validate_names_the_field_the_value_and_what_is_allowed(field, value, message):
+    with pytest.raises(ValueError) as error:
+        EnvConfig(**{field: value}).validate()
+    assert message in str(error.value)
+
+
+def test_group_constants_are_the_groups_used():
+    constants = {config_module.FEDERATION, config_module.LOCAL_TRAINING, config_module.AGGREGATION,
+                 config_module.TRACES, config_module.OBSERVATION_REWARD, config_module.ENGINE}
+    assert constants == GROUPS
