@@ -140,7 +140,7 @@ class TraceReplay:
         """
         kbps = np.asarray(kbps, dtype=np.float64)
         seconds = self.model_bits / (kbps * 1000.0)
-        _check_finite(seconds, lambda i: f"link {i} ({kbps.reshape(-1)[i]!r} kbit/s)", "transfer time")
+        _check_finite(seconds, lambda i: f"link {i} ({float(kbps.reshape(-1)[i])!r} kbit/s)", "transfer time")
         return seconds
 
     def online(self, clock_s: float) -> np.ndarray:
