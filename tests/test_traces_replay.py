@@ -59,6 +59,8 @@ def test_a_latency_that_overflows_is_a_value_error_naming_the_client():
         reference_round_latency_s(trace, model_macs=10**10, model_bits=1, samples=1)
     with pytest.raises(ValueError, match=r"compute time per sample of client 'b' \(trace position 1\) is not finite"):
         TraceReplay(trace, 2, np.random.default_rng(0), model_macs=10**10, model_bits=1)
+    with pytest.raises(ValueError, match="model_bits must be a finite number > 0, got nan"):
+        TraceReplay(unchecked_trace(1.0), 2, np.random.default_rng(0), model_macs=1, model_bits=float("nan"))
     replay = TraceReplay(unchecked_trace(1.0), 2, np.random.default_rng(0), model_macs=1, model_bits=1)
     position_of_b = list(replay.assignment).index(1)
     samples = np.ones(2)
