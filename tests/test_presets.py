@@ -18,7 +18,7 @@ from fedenv.models import LSTMLayer, build_model, count_macs, has_batchnorm
 from fedenv.presets import PRESETS, apply_preset
 from fedenv.readers import LEAF_LETTERS, read_cifar10_batch
 from tests.helpers import make_cifar10_folder, make_leaf_folder, make_torchvision_folder
-from tests.test_trace_tools import CALLS, Payload
+from tests.test_traces_importers import CALLS, Payload
 from train_agents import build_parser
 
 
@@ -165,7 +165,7 @@ def test_cifar10_errors_name_the_missing_file_and_refuse_code(tmp_path):
     CALLS.clear()
     evil = tmp_path / "evil"
     evil.write_bytes(pickle.dumps({b"data": Payload(), b"labels": [0]}, protocol=2))
-    with pytest.raises(ValueError, match="refused to load tests.test_trace_tools.record_call"):
+    with pytest.raises(ValueError, match="refused to load tests.test_traces_importers.record_call"):
         read_cifar10_batch(evil)
     assert CALLS == []
 

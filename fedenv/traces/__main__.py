@@ -17,7 +17,13 @@ import sys
 from fedenv.fileio import atomic_write_text
 from fedenv.models import MODELS
 from fedenv.traces import DEFAULT_TRACE, SHIPPED_TRACES_DIR, load_trace
-from fedenv.traces.generate import derive_device_table, dumps_trace, generate_trace, read_device_table, write_device_table
+from fedenv.traces.generate import (
+    derive_device_table,
+    dumps_trace,
+    generate_trace,
+    read_device_table,
+    write_device_table,
+)
 from fedenv.traces.importers import import_csv, import_fedscale
 from fedenv.traces.report import plot_trace, summary_text
 

@@ -20,6 +20,8 @@ Bandwidth (``generate``)
     Upload is download times 8.63 / 27.33 (Ookla, US mobile means for H1 2018: 8.63 Mbps up, 27.33 Mbps
     down). Round-to-round variation: an AR(1) process on log bandwidth shared by both directions,
     correlation 0.9 and stationary standard deviation 0.3 (our default; no public figure used).
+    Bandwidths are clipped to the physical range of :mod:`fedenv.traces.loading` (1 kbit/s to 10 Gbit/s),
+    so a trace of any number of clients loads.
 
 Compute variation: per round, a factor drawn from a normal distribution with the coefficient of
 variation FLASH measured for the nearest measured device (in log AI_Score): 99.5 / 1642, 23.9 / 588,
@@ -44,7 +46,8 @@ from torch import nn
 
 from fedenv.fileio import atomic_write_text
 from fedenv.models import count_macs
-from fedenv.traces import TRACE_FORMAT, TRACE_VERSION
+from fedenv.traces.loading import PHYSICAL_RANGES
+from fedenv.traces.schema import TRACE_FORMAT, TRACE_VERSION
 
 # FLASH device_util.py: FEMNIST CNN training time per batch (batch size 10, FLASH's femnist configs).
 MEASURED_MS_PER_BATCH = {"Google Nexus S": 1642.0, "Xiaomi Redmi Note 7 Pro": 588.0, "Google Pixel 4": 179.0}
@@ -177,24 +180,31 @@ def generate_trace(devices: list[dict], num_clients: int = 100, num_rounds: int 
     """Generate a trace document: each client gets a device (drawn by population weight), a per-round
     compute factor (normal with the device's measured coefficient of variation, clipped to [0.5, 2])
     and per-round upload and download bandwidth series (see the module docstring for the model).
+    Any ``num_clients`` >= 1 works (the shipped trace has 100; ``python -m fedenv.traces generate --clients N``).
 
     Returns:
-        A ``fedenv-trace`` document (see :mod:`fedenv.traces`).
+        A ``fedenv-trace`` document (see :mod:`fedenv.traces.schema`).
+
+    Raises:
+        ValueError: ``num_clients`` or ``num_rounds`` below 1.
     """
+    if num_clients < 1 or num_rounds < 1:
+        raise ValueError(f"num_clients={num_clients} and num_rounds={num_rounds} must both be >= 1")
     rng = np.random.default_rng(seed)
     weights = np.array([row["population_weight"] for row in devices])
     picks = rng.choice(len(devices), size=num_clients, p=weights / weights.sum())
     spread = math.log(DOWNLOAD_MEDIAN_KBPS / SLOW_DOWNLOAD_KBPS) / NormalDist().inv_cdf(1 - SLOW_SHARE)
     medians = DOWNLOAD_MEDIAN_KBPS * np.exp(spread * rng.standard_normal(num_clients))
     innovation_std = BANDWIDTH_AR_STD * math.sqrt(1 - BANDWIDTH_AR_CORRELATION**2)
+    bandwidth_range = PHYSICAL_RANGES["download_kbps"][:2]
     clients = []
     for client, (pick, median) in enumerate(zip(picks, medians)):
         log_factor = np.empty(num_rounds)
         log_factor[0] = BANDWIDTH_AR_STD * rng.standard_normal()
         for t in range(1, num_rounds):
             log_factor[t] = BANDWIDTH_AR_CORRELATION * log_factor[t - 1] + innovation_std * rng.standard_normal()
-        download = np.maximum(median * np.exp(log_factor), 1.0)
-        upload = np.maximum(download * UPLOAD_TO_DOWNLOAD, 1.0)
+        download = np.clip(median * np.exp(log_factor), *bandwidth_range)
+        upload = np.clip(download * UPLOAD_TO_DOWNLOAD, *bandwidth_range)
         compute = np.clip(1.0 + devices[pick]["time_cv"] * rng.standard_normal(num_rounds), 0.5, 2.0)
         clients.append({
             "client": client,

@@ -26,7 +26,7 @@ import pickle
 from pathlib import Path
 
 from fedenv.models import MODELS, build_model, count_macs
-from fedenv.traces import TRACE_FORMAT, TRACE_VERSION, parse_trace
+from fedenv.traces import TRACE_FORMAT, TRACE_VERSION, check_unique_clients, parse_trace
 
 FEDSCALE_TRAINING_FACTOR = 3.0
 CSV_COLUMNS = ("client", "device", "ms_per_sample", "upload_kbps", "download_kbps")
@@ -74,8 +74,9 @@ def import_fedscale(capacity_path: str | Path, behave_path: str | Path | None = 
     ``fedenv-trace`` document, validated.
 
     Raises:
-        ValueError: an unsafe or malformed pickle, a missing field, or a bad value (names the client
-            and the field); a client of the capacity file missing from the behaviour file.
+        ValueError: an unsafe or malformed pickle, a missing field, or a value outside its physical range
+            (names the client, the field and the range); a client of the capacity file missing from the
+            behaviour file; two keys naming the same client id (``7`` and ``"7"``; names the keys).
     """
     capacity = safe_unpickle(Path(capacity_path).read_bytes(), str(capacity_path))
     if not isinstance(capacity, dict) or not capacity:
@@ -85,8 +86,10 @@ def import_fedscale(capacity_path: str | Path, behave_path: str | Path | None = 
         behave = safe_unpickle(Path(behave_path).read_bytes(), str(behave_path))
         if not isinstance(behave, dict):
             raise ValueError(f"{behave_path}: expected a dict client_id -> behaviour record")
+    client_ids = sorted(capacity, key=lambda k: (str(type(k)), k))
+    check_unique_clients([str(k) for k in client_ids], [f"key {k!r}" for k in client_ids], str(capacity_path))
     clients = []
-    for client_id in sorted(capacity, key=lambda k: (str(type(k)), k)):
+    for client_id in client_ids:
         record = capacity[client_id]
         where = f"{capacity_path}: client {client_id}"
         if not isinstance(record, dict) or not {"computation", "communication"} <= set(record):
@@ -131,18 +134,19 @@ def _fedscale_behaviour(behave: dict, client_id, path) -> dict:
 
 def import_csv(path: str | Path, reference_model: str = "mlp") -> dict:
     """A CSV of ``client, device, ms_per_sample, upload_kbps, download_kbps`` as a validated
-    ``fedenv-trace`` document.
+    ``fedenv-trace`` document. UTF-8, with or without a byte-order mark (spreadsheets' "CSV UTF-8").
 
     Raises:
-        ValueError: missing columns, a value that is not a number (names the row and column), or a bad
-            value (names the client and the field).
+        ValueError: missing columns, a value that is not a number (names the line and column), a client
+            id listed twice (names the id and the lines), or a value outside its physical range (names the
+            client, the field and the range; :data:`fedenv.traces.PHYSICAL_RANGES`).
     """
-    with open(path, newline="") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: missing columns {missing}; needed: {', '.join(CSV_COLUMNS)}")
-        clients = []
+        clients, lines = [], []
         for line, row in enumerate(reader, start=2):
             values = {}
             for column in ("ms_per_sample", "upload_kbps", "download_kbps"):
@@ -154,6 +158,8 @@ def import_csv(path: str | Path, reference_model: str = "mlp") -> dict:
                 "client": row["client"], "device": row["device"], "train_ms_per_sample": values["ms_per_sample"],
                 "upload_kbps": [values["upload_kbps"]], "download_kbps": [values["download_kbps"]],
             })
+            lines.append(f"line {line}")
+    check_unique_clients([c["client"] for c in clients], lines, str(path))
     sources = {field: f"CSV {Path(path).name}" for field in ("train_ms_per_sample", "upload_kbps", "download_kbps")}
     return _document(clients, reference_model, sources | {"availability": "always online"}, {"importer": "csv"})
 

@@ -20,7 +20,10 @@ def _format(value) -> str:
 def _table(headers: list[str], rows: list[list]) -> str:
     cells = [[_format(v) for v in row] for row in rows]
     widths = [max(len(x) for x in column) for column in zip(headers, *cells)]
-    render = lambda row: "  ".join(x.ljust(w) for x, w in zip(row, widths))  # noqa: E731
+
+    def render(row: list[str]) -> str:
+        return "  ".join(x.ljust(w) for x, w in zip(row, widths))
+
     return "\n".join([render(headers), render(["-" * w for w in widths])] + [render(r) for r in cells])
 
 
@@ -45,8 +48,8 @@ def summary_text(trace: DeviceTrace) -> str:
     ]
     headers = ["ms/sample", "upload kbps", "download kbps", "online"]
     return "\n".join([
-        f"trace {trace.path}: {len(trace.clients)} clients; reference model {trace.reference_model} "
-        f"({trace.reference_macs:,} MACs per sample)",
+        (f"trace {trace.path}: {len(trace.clients)} clients; reference model {trace.reference_model} "
+         f"({trace.reference_macs:,} MACs per sample)"),
         "", "per device (medians over its clients; online = mean online fraction):",
         _table(["device", "clients", *headers], device_rows),
         "", "per client (bandwidth: median over rounds):",
@@ -65,7 +68,10 @@ def plot_trace(trace: DeviceTrace, path: str | Path) -> None:
     compute = np.array([c.train_ms_per_sample * f for c in trace.clients for f in c.compute_factor])
     upload = np.concatenate([c.upload_kbps for c in trace.clients])
     download = np.concatenate([c.download_kbps for c in trace.clients])
-    bins = lambda values: np.logspace(np.log10(values.min()), np.log10(values.max()) + 1e-9, 30)  # noqa: E731
+
+    def bins(values: np.ndarray) -> np.ndarray:
+        return np.logspace(np.log10(values.min()), np.log10(values.max()) + 1e-9, 30)
+
     axes[0].hist(compute, bins=bins(compute), color="tab:purple")
     axes[0].set(xscale="log", xlabel=f"training time per sample, ms ({trace.reference_model})", ylabel="client-rounds")
     axes[0].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
