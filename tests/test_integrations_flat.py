@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,5 +35,6 @@ def test_importing_the_packages_imports_no_optional_library():
     code = ("import sys, fedenv, fedenv.baselines, fedenv.evaluation, fedenv.integrations; "
             "print(sorted(m for m in ('stable_baselines3', 'sb3_contrib', 'supersuit', 'torchrl', 'tensordict', "
             "'benchmarl') if m in sys.modules))")
-    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                               capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "[]"
