@@ -14,10 +14,11 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.evaluation import compare
 from fedenv.observation import feature_names
-from fedenv.policies import DEFAULT_SELECT_FRACTION, POLICY_NAMES, make_policy
+from fedenv.registry import POLICIES
 
 FIRST_EVAL_SEED = 1000
 
@@ -32,7 +33,7 @@ def build_parser() -> FlagParser:
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
     parser.add_argument("--policies", default=None, metavar="NAMES",
-                        help=f"policies to compare, comma-separated, or 'all'; allowed: {', '.join(POLICY_NAMES)}, "
+                        help=f"policies to compare, comma-separated, or 'all'; allowed: {', '.join(POLICIES.names())}, "
                              "vdn (default: fedavg,random, and vdn when --checkpoint is given)")
     parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
                         help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
@@ -67,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
         base = policy.env_config
     if args.policies == "all":
-        names = list(POLICY_NAMES) + (["vdn"] if policy else [])
+        names = list(POLICIES.names()) + (["vdn"] if policy else [])
     else:
         names = args.policies.split(",") if args.policies else ["fedavg", "random"] + (["vdn"] if policy else [])
-    allowed = list(POLICY_NAMES) + ["vdn"]
+    allowed = list(POLICIES.names()) + ["vdn"]
     for name in names:
         if name not in allowed:
             parser.error(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("policy vdn needs --checkpoint PATH")
     extra = []
     if args.sb3:
-        from fedenv.wrappers import SB3Policy
+        from fedenv.integrations.sb3 import SB3Policy
 
         try:
             extra.append(SB3Policy.load(args.sb3))
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             policy.check_layout(feature_names(env_config.history_length))
         except ValueError as error:
             parser.error(str(error))
-    policies = [policy if name == "vdn" else make_policy(name, args.select_fraction) for name in names] + extra
+    policies = [policy if name == "vdn" else make_policy(name, **options_for(name, select_fraction=args.select_fraction))
+                for name in names] + extra
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:

@@ -34,7 +34,7 @@ from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
-from fedenv.policies import FedAvgPolicy, RandomPolicy
+from fedenv.baselines import FedAvgPolicy, RandomPolicy
 
 DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)

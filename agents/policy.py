@@ -1,4 +1,4 @@
-"""The learned VDN policy as a :class:`fedenv.policies.Policy` (greedy: no exploration)."""
+"""The learned VDN policy as a :class:`fedenv.baselines.Policy` (greedy: no exploration)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from agents.checkpoint import load_checkpoint
 from agents.vdn import QNetwork, VDNConfig
 from fedenv.config import EnvConfig
-from fedenv.policies import Policy
+from fedenv.baselines import Policy
 
 
 class GreedyPolicy(Policy):

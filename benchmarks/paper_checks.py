@@ -24,7 +24,7 @@ import torch
 
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
-from fedenv.policies import FedAvgPolicy, FedCAPolicy, FedAdpPolicy, FedCMTS, SelectAll
+from fedenv.baselines import FedAvgPolicy, FedCAPolicy, FedAdpPolicy, FedCMTS, SelectAll
 
 
 class FedPdpPolicy(SelectAll):

@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fedenv.benchmarl_task import FedEnvTask, TorchRLPolicy
+from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import compare
-from fedenv.policies import FedAvgPolicy, RandomPolicy
+from fedenv.integrations.benchmarl import FedEnvTask
+from fedenv.integrations.torchrl import TorchRLPolicy
 
 
 def main(argv=None) -> None:

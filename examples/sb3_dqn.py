@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import compare
-from fedenv.policies import FedAvgPolicy, RandomPolicy
-from fedenv.wrappers import SB3Policy, sb3_vec_env
+from fedenv.integrations.sb3 import SB3Policy, sb3_vec_env
 
 
 def main(argv=None) -> None:

@@ -7,8 +7,8 @@ from pettingzoo.utils import parallel_to_aec
 import fedenv
 from fedenv.config import EnvConfig
 from fedenv.env import INFO_KEYS
-from fedenv.policies import FedAvgPolicy, Policy
-from fedenv.rollout import run_episode
+from fedenv.baselines import FedAvgPolicy, Policy
+from fedenv.evaluation import run_episode
 
 SMALL = dict(num_clients=5, clients_per_round=3, num_rounds=3)
 

@@ -16,8 +16,8 @@ import pytest
 
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.policies import make_policy
-from fedenv.rollout import run_episode
+from fedenv.baselines import make_policy
+from fedenv.evaluation import run_episode
 
 PINNED = json.loads((Path(__file__).parent / "fixtures" / "pinned_episodes.json").read_text())
 

@@ -7,8 +7,8 @@ from agents.trainer import train_vdn
 from agents.vdn import VDNConfig, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.policies import FedAvgPolicy
-from fedenv.rollout import run_episode
+from fedenv.baselines import FedAvgPolicy
+from fedenv.evaluation import run_episode
 
 K, D = 3, 4
 

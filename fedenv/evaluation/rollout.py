@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from fedenv.baselines.base import Policy
 from fedenv.env import ClientSelectionEnv
-from fedenv.policies import Policy
 
 
 @dataclass

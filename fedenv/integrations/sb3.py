@@ -1,25 +1,20 @@
-"""Glue for third-party RL libraries (optional extras: ``pip install -e ".[sb3]"`` or ``".[torchrl]"``).
+"""Stable-Baselines3 glue (optional extra ``pip install -e ".[sb3]"``; SB3 and SuperSuit are imported only
+when a function here is called).
 
-Stable-Baselines3 (parameter sharing through SuperSuit)
-    :func:`sb3_vec_env` turns the environment into an SB3 ``VecEnv`` whose sub-environments are the
-    agents (one shared policy for all clients, FedMarl's parameter sharing), over SuperSuit's
-    ``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1``. It closes three gaps of the plain
-    SuperSuit wrapper: ``PPO(seed=...)`` works (the vector env has ``seed``; the next reset uses it),
-    a time-limit end is reported as ``done`` with ``infos[i]["TimeLimit.truncated"] = True`` (SB3 then
-    bootstraps from ``infos[i]["terminal_observation"]``), and episode statistics come from
-    ``VecMonitor`` (``rollout/ep_rew_mean`` is the mean team return).
+:func:`sb3_vec_env` turns the environment into an SB3 ``VecEnv`` whose sub-environments are the agents
+(one shared policy for all clients, FedMarl's parameter sharing), over SuperSuit's
+``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1``. It closes three gaps of the plain SuperSuit
+wrapper: ``PPO(seed=...)`` works (the vector env has ``seed``; the next reset uses it), a time-limit end
+is reported as ``done`` with ``infos[i]["TimeLimit.truncated"] = True`` (SB3 then bootstraps from
+``infos[i]["terminal_observation"]``), and episode statistics come from ``VecMonitor``
+(``rollout/ep_rew_mean`` is the mean team return).
 
-    Masked agents: SB3's algorithms do not apply action masks. A non-candidate's action is ignored by
-    the environment (it counts as 0) but its transition still enters the rollout with the team reward,
-    as noise. The flat observation keeps the mask as its last two entries (``mask="append"``, the
-    default) so the policy can learn to ignore those steps, and the vector env offers
-    ``action_masks()`` so that ``sb3_contrib.MaskablePPO`` samples only allowed actions.
-
-TorchRL / BenchMARL
-    :func:`torchrl_env` wraps the environment in TorchRL's ``PettingZooWrapper`` (one group of
-    agents, categorical actions, the action mask and the global state); :mod:`fedenv.benchmarl_task`
-    registers it as a BenchMARL task.
-"""
+Masked agents: SB3's algorithms do not apply action masks. A non-candidate's action is ignored by the
+environment (it counts as 0) but its transition still enters the rollout with the team reward, as noise.
+The flat observation keeps the mask as its last two entries (``mask="append"``, the default) so the
+policy can learn to ignore those steps, and the vector env offers ``action_masks()`` so that
+``sb3_contrib.MaskablePPO`` samples only allowed actions. :class:`SB3Policy` runs a trained model as a
+:class:`~fedenv.baselines.Policy`."""
 
 from __future__ import annotations
 
@@ -27,53 +22,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-from gymnasium import spaces
-from pettingzoo.utils import BaseParallelWrapper
 
+from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.fileio import atomic_write_text
-from fedenv.policies import Policy
-
-MASK_MODES = ("append", "drop")
-
-
-class FlatObservation(BaseParallelWrapper):
-    """Replaces each ``{"observation", "action_mask"}`` dict by one float32 ``Box``: the observation
-    vector, followed by the mask (``mask="append"``) or alone (``mask="drop"``).
-
-    Raises:
-        ValueError: unknown ``mask`` mode.
-    """
-
-    def __init__(self, env: ClientSelectionEnv, mask: str = "append"):
-        super().__init__(env)
-        if mask not in MASK_MODES:
-            raise ValueError(f"mask={mask!r} is not known; allowed: {', '.join(MASK_MODES)}")
-        self.mask = mask
-        inner = env.observation_space(env.possible_agents[0])["observation"]
-        low, high = inner.low, inner.high
-        if mask == "append":
-            low, high = np.concatenate([low, [0.0, 0.0]]), np.concatenate([high, [1.0, 1.0]])
-        self._space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-
-    def observation_space(self, agent):
-        return self._space
-
-    def reset(self, seed=None, options=None):
-        observations, infos = self.env.reset(seed=seed, options=options)
-        return flatten_observations(observations, self.mask), infos
-
-    def step(self, actions):
-        observations, rewards, terminations, truncations, infos = self.env.step(actions)
-        return flatten_observations(observations, self.mask), rewards, terminations, truncations, infos
-
-
-def flatten_observations(observations: dict, mask: str) -> dict:
-    """``agent -> float32 vector``: the observation, followed by the action mask when ``mask="append"``."""
-    if mask == "drop":
-        return {a: o["observation"] for a, o in observations.items()}
-    return {a: np.concatenate([o["observation"], o["action_mask"].astype(np.float32)]) for a, o in observations.items()}
+from fedenv.integrations.flat import FlatObservation, flatten_observations
 
 
 def sb3_vec_env(config: EnvConfig, num_envs: int = 1, mask: str = "append"):
@@ -157,19 +111,6 @@ def _sb3_vec_env_class():
     return GymnasiumToSB3VecEnv
 
 
-def torchrl_env(config: EnvConfig, seed: int | None = None, device="cpu"):
-    """TorchRL ``PettingZooWrapper`` over the environment: one group ``"agents"``, categorical actions,
-    the action mask read from the observations, and the global ``state``.
-
-    Every info key is present at reset and at every step, so TorchRL keeps all of them in its specs.
-    """
-    from torchrl.envs import PettingZooWrapper
-
-    return PettingZooWrapper(ClientSelectionEnv(config), categorical_actions=True, use_mask=False, seed=seed,
-                             return_state=True, device=device, group_map={"agents": [
-                                 f"client_{i}" for i in range(config.num_clients)]})
-
-
 SB3_ALGORITHMS = ("PPO", "DQN", "A2C", "MaskablePPO")
 
 
@@ -186,7 +127,7 @@ def _sb3_class(algorithm: str):
 
 
 class SB3Policy(Policy):
-    """A trained Stable-Baselines3 model as a :class:`~fedenv.policies.Policy` (deterministic actions;
+    """A trained Stable-Baselines3 model as a :class:`~fedenv.baselines.Policy` (deterministic actions;
     MaskablePPO gets the action masks). Save with :meth:`save`, load with :meth:`load`."""
 
     def __init__(self, model, algorithm: str, mask: str, env_config: EnvConfig, name: str | None = None):
@@ -212,7 +153,7 @@ class SB3Policy(Policy):
         }, indent=2))
 
     @classmethod
-    def load(cls, directory) -> "SB3Policy":
+    def load(cls, directory) -> SB3Policy:
         """Inverse of :meth:`save`.
 
         Raises:

@@ -3,7 +3,7 @@
     from benchmarl.algorithms import VdnConfig
     from benchmarl.experiment import Experiment, ExperimentConfig
     from benchmarl.models.mlp import MlpConfig
-    from fedenv.benchmarl_task import FedEnvTask
+    from fedenv.integrations.benchmarl import FedEnvTask
 
     task = FedEnvTask.CLIENT_SELECTION.get_task(config={"num_rounds": 20})   # EnvConfig fields
     Experiment(task=task, algorithm_config=VdnConfig.get_from_yaml(),
@@ -15,16 +15,14 @@ BenchMARL's VDN and QMIX read the action mask and the global ``state``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-import numpy as np
 from benchmarl.environments.common import Task, TaskClass
 from torchrl.data import Composite
 from torchrl.envs import EnvBase
 
 from fedenv.config import EnvConfig
-from fedenv.policies import Policy
-from fedenv.wrappers import torchrl_env
+from fedenv.integrations.torchrl import torchrl_env
 
 
 def _keep(env: EnvBase, key: str) -> Composite:
@@ -33,7 +31,7 @@ def _keep(env: EnvBase, key: str) -> Composite:
     for name in list(group.keys()):
         if name != key:
             del group[name]
-    if "state" in spec.keys():
+    if "state" in spec:
         del spec["state"]
     return spec
 
@@ -88,25 +86,3 @@ class FedEnvTask(Task):
     @staticmethod
     def associated_class():
         return FedEnvTaskClass
-
-
-class TorchRLPolicy(Policy):
-    """A TorchRL policy module of one group ``"agents"`` (e.g. a BenchMARL experiment's
-    ``experiment.policy``) as a :class:`~fedenv.policies.Policy`: deterministic (exploration off)."""
-
-    def __init__(self, module, name: str = "benchmarl"):
-        self.module, self.name = module, name
-
-    def act(self, observations, infos):
-        import torch
-        from tensordict import TensorDict
-        from torchrl.envs.utils import ExplorationType, set_exploration_type
-
-        agents = list(observations)
-        obs = torch.as_tensor(np.stack([observations[a]["observation"] for a in agents]))
-        mask = torch.as_tensor(np.stack([observations[a]["action_mask"] for a in agents]).astype(bool))
-        td = TensorDict({"agents": TensorDict({"observation": TensorDict({"observation": obs}, [len(agents)]),
-                                               "action_mask": mask}, [len(agents)])}, [])
-        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-            actions = self.module(td)["agents", "action"].reshape(-1).tolist()
-        return {a: int(x) for a, x, m in zip(agents, actions, mask[:, 1].tolist()) if m}

@@ -1,0 +1,100 @@
+"""The interface every selection policy meets, and the helpers the baselines share.
+
+A policy maps a round's observations (and infos) to one action per agent. It declares the environment
+settings it needs in ``env_overrides`` (its aggregation rule, FedProx's proximal term) and, if it learns
+from feedback (the bandits), receives each step's infos in :meth:`Policy.observe`. The learned VDN
+policy (``agents.policy.GreedyPolicy``) implements the same interface, so ``evaluate.py`` treats all
+policies alike.
+
+Adding a policy is one file and one registration line. The file, ``fedenv/baselines/lowest_loss.py``::
+
+    from fedenv.baselines.base import Policy, candidates
+
+    class LowestLoss(Policy):
+        name = "lowest-loss"
+        env_overrides = {"aggregation": "fedavg"}
+
+        def act(self, observations, infos):
+            ranked = sorted(candidates(observations), key=lambda a: infos[a]["probe_loss"])
+            return {agent: 1 for agent in ranked[: len(ranked) // 2]}
+
+and the line in the policies section of :mod:`fedenv.registry`::
+
+    POLICIES.register("lowest-loss", "fedenv.baselines.lowest_loss:LowestLoss")
+
+(outside the package, ``POLICIES.register("lowest-loss", LowestLoss)`` before the policies are built).
+``make_policy("lowest-loss")`` and ``evaluate.py --policies lowest-loss`` then find it; the keyword
+arguments of the class's ``__init__`` are the options ``make_policy`` passes on.
+
+Policies that select ``m`` of the candidates use ``m = max(1, round(select_fraction * candidates))``;
+``select_fraction`` defaults to 0.6, FedCM's largest sampling ratio (Kim et al., arXiv 2012.03270).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+DEFAULT_SELECT_FRACTION = 0.6
+
+
+class Policy(ABC):
+    """Base class. Subclasses set ``name`` and implement :meth:`act`.
+
+    Attributes:
+        name: the policy's name in tables and on the command line.
+        env_overrides: :class:`~fedenv.config.EnvConfig` fields the policy needs (applied by the runner).
+    """
+
+    name = "policy"
+    env_overrides: ClassVar[dict[str, Any]] = {}
+
+    def reset(self, seed: int) -> None:
+        """Called before each episode with the episode's seed (seed any randomness from it)."""
+
+    @abstractmethod
+    def act(self, observations: Mapping[str, Mapping[str, np.ndarray]],
+            infos: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+        """The round's actions.
+
+        Args:
+            observations: ``agent -> {"observation": float32 vector, "action_mask": int8 (2,)}``.
+            infos: ``agent -> info dict`` of the last reset or step (``probe_loss``, latencies, ...).
+
+        Returns:
+            ``agent -> 0 | 1``; agents left out (and non-candidates) count as 0.
+        """
+
+    def observe(self, infos: Mapping[str, Mapping[str, Any]]) -> None:
+        """Feedback after each step (the step's infos); fixed policies ignore it."""
+
+
+def candidates(observations: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
+    """Agents whose action mask allows action 1 this round."""
+    return [agent for agent, obs in observations.items() if obs["action_mask"][1]]
+
+
+def check_select_fraction(select_fraction: float) -> float:
+    """``select_fraction`` itself, when it is in (0, 1].
+
+    Raises:
+        ValueError: ``select_fraction`` outside (0, 1].
+    """
+    if not 0.0 < select_fraction <= 1.0:
+        raise ValueError(f"select_fraction={select_fraction} must be in (0, 1]")
+    return select_fraction
+
+
+def select_count(num_candidates: int, fraction: float) -> int:
+    """``m = max(1, round(fraction * num_candidates))`` (0 without candidates)."""
+    return 0 if num_candidates == 0 else max(1, round(fraction * num_candidates))
+
+
+def predicted_duration_s(info: Mapping[str, Any]) -> float:
+    """A client's expected round time in seconds from what the server has seen: its latest probing
+    latency plus its latest upload latency (the probing latency again before its first upload)."""
+    upload = info["upload_latency_s"] if info["upload_latency_s"] > 0 else info["probe_latency_s"]
+    return info["probe_latency_s"] + upload

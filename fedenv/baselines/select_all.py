@@ -1,0 +1,44 @@
+"""Policies that select every candidate; the aggregation rule they ask for makes the difference."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from fedenv.baselines.base import Policy, candidates
+
+
+class SelectAll(Policy):
+    """Every candidate finishes training and uploads; the aggregation rule makes the difference."""
+
+    def act(self, observations, infos):
+        return {agent: 1 for agent in candidates(observations)}
+
+
+class FedAvgPolicy(SelectAll):
+    """FedAvg: every candidate uploads; FedAvg aggregation (McMahan et al., AISTATS 2017)."""
+
+    name = "fedavg"
+    env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedavg"}
+
+
+class FedProxPolicy(SelectAll):
+    """FedProx: every candidate uploads; local training adds ``mu/2 ||w - w_global||^2`` with mu = 0.01
+    (our default; Li et al., MLSys 2020, Eq. 2); FedAvg aggregation."""
+
+    name = "fedprox"
+    env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedavg", "fedprox_mu": 0.01}
+
+
+class FedCAPolicy(SelectAll):
+    """FedCA: every candidate uploads; combinatorial averaging keeps the best-scoring subset
+    (Kim et al., arXiv 2012.03270, Eq. 4-5)."""
+
+    name = "fedca"
+    env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedca"}
+
+
+class FedAdpPolicy(SelectAll):
+    """FedAdp: every candidate uploads; adaptive weighting by smoothed angles (Wu and Wang, arXiv 2012.00661)."""
+
+    name = "fedadp"
+    env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedadp"}

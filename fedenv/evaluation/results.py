@@ -1,0 +1,54 @@
+"""The comparison's result files: ``results.csv``, ``results.json`` and the plots."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+from fedenv.config import EnvConfig
+from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise
+from fedenv.evaluation.plots import plot_results
+from fedenv.evaluation.rollout import EpisodeRecord
+from fedenv.fileio import atomic_write_text
+
+
+def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]], env_config: EnvConfig) -> dict[str, Path]:
+    """Write ``results.csv`` (one row per policy and episode), ``results.json`` (summary, per-episode
+    metrics, round-by-round records and the env config) and three plots, each atomically.
+
+    Returns:
+        ``kind -> path`` of the written files.
+    """
+    out_dir = Path(out_dir)
+    per_episode = per_episode_metrics(records)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=["policy", "seed", *METRICS], lineterminator="\n")
+    writer.writeheader()
+    for name, episodes in per_episode.items():
+        for episode in episodes:
+            writer.writerow({"policy": name, **episode})
+    paths = {"csv": out_dir / "results.csv", "json": out_dir / "results.json"}
+    atomic_write_text(paths["csv"], text.getvalue())
+    document = {
+        "env_config": env_config.to_dict(),
+        "summary": summarise(per_episode),
+        "episodes": per_episode,
+        "records": {name: [r.to_dict() for r in episodes] for name, episodes in records.items()},
+    }
+    atomic_write_text(paths["json"], json.dumps(json_safe(document), indent=1))
+    paths.update(plot_results(records, out_dir))
+    return paths
+
+
+def json_safe(value):
+    """``value`` with every NaN and infinity (in nested dicts and lists) replaced by None: JSON has no NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value

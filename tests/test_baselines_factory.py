@@ -1,0 +1,97 @@
+"""Building the registered baselines by name, and running every one of them on identical seeds."""
+
+import numpy as np
+import pytest
+
+import fedenv
+from fedenv.baselines import Fastest, Oort, Policy, make_policy, options_for, policy_options
+from fedenv.evaluation import run_episode
+from fedenv.registry import POLICIES
+
+
+def test_every_registered_policy_is_built_by_name_with_its_registered_name():
+    for name in POLICIES.names():
+        assert make_policy(name).name == name
+
+
+def test_options_go_to_the_policies_that_take_them():
+    takes_fraction = {name for name in POLICIES.names() if "select_fraction" in policy_options(name)}
+    assert takes_fraction == {"fedcm-ucb", "fedcm-ts", "oort", "fastest"}
+    assert policy_options("fastest") == ("select_fraction",)
+    assert policy_options("fedavg") == ()
+    assert make_policy("fastest", select_fraction=0.3).select_fraction == 0.3
+    assert isinstance(make_policy("oort", select_fraction=0.3, exploration=0.5), Oort)
+    assert make_policy("random", p=0.2).p == 0.2
+    assert options_for("fedavg", select_fraction=0.3) == {}
+    assert options_for("fedcm-ts", select_fraction=0.3) == {"select_fraction": 0.3}
+
+
+def test_an_option_the_policy_does_not_take_is_refused_with_the_ones_it_takes():
+    with pytest.raises(ValueError, match=r"policy 'fedavg' takes no option 'select_fraction'; it takes: none"):
+        make_policy("fedavg", select_fraction=0.5)
+    with pytest.raises(ValueError, match=r"policy 'random' takes no option 'q'; it takes: p"):
+        make_policy("random", q=0.5)
+    with pytest.raises(ValueError, match=r"policy 'nobody' is not known; allowed: fedavg, random"):
+        make_policy("nobody")
+    with pytest.raises(ValueError, match=r"select_fraction=0 must be in \(0, 1\]"):
+        make_policy("fastest", select_fraction=0)
+
+
+def test_a_factory_taking_any_keyword_gets_every_option():
+    def flexible(**options):
+        return Fastest(**options)
+
+    POLICIES.register("flexible", flexible)
+    try:
+        assert policy_options("flexible") is None
+        assert options_for("flexible", select_fraction=0.4) == {"select_fraction": 0.4}
+        assert make_policy("flexible", select_fraction=0.4).select_fraction == 0.4
+    finally:
+        POLICIES.unregister("flexible")
+
+
+class Recorder(Policy):
+    """Wraps a policy and records the candidates it was offered each round."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.env_overrides, self.seen = inner, inner.name, inner.env_overrides, []
+
+    def reset(self, seed):
+        self.inner.reset(seed)
+
+    def act(self, observations, infos):
+        self.seen.append(sorted(a for a, o in observations.items() if o["action_mask"][1]))
+        return self.inner.act(observations, infos)
+
+    def observe(self, infos):
+        self.inner.observe(infos)
+
+
+def test_identical_seeds_give_identical_partitions_traces_and_candidates_across_policies():
+    base = fedenv.EnvConfig(num_clients=6, clients_per_round=4, num_rounds=3)
+    seen = {}
+    for name in POLICIES.names():
+        policy = Recorder(make_policy(name))
+        env = fedenv.parallel_env(base, **policy.env_overrides)
+        record = run_episode(env, policy, seed=1003)
+        seen[name] = ([i.tolist() for i in env.simulator.client_indices], env.simulator.replay.assignment.tolist(), env.simulator.replay.offset,
+                      policy.seen, record.accuracy[0])
+    first = seen["fedavg"]
+    assert all(value == first for value in seen.values())
+    assert len({tuple(map(tuple, value[3])) for value in seen.values()}) == 1
+
+
+@pytest.mark.parametrize("name", POLICIES.names())
+def test_every_baseline_runs_and_reports_its_aggregation(name):
+    policy = make_policy(name, **options_for(name, select_fraction=0.5))
+    env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=3, **policy.env_overrides)
+    record = run_episode(env, policy, seed=5)
+    assert len(record.accuracy) == 4 and all(np.isfinite(record.reward))
+    if name in ("fedcm-ucb", "fedcm-ts", "oort", "fastest"):
+        assert max(record.num_selected) <= 2
+    env.reset(seed=5)
+    _, _, _, _, infos = env.step({a: 1 for a in env.agents})
+    weights = [i["aggregation_weight"] for i in infos.values() if i["kept"]]
+    assert weights and all(w > 0 for w in weights)
+    if env.config.aggregation in ("fedavg", "fedadp"):
+        assert sum(weights) == pytest.approx(1.0)
