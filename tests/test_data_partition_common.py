@@ -7,7 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedenv.data import (
-    partition_dirichlet, partition_fedmarl, partition_iid, partition_natural, partition_xclass, split_validation,
+    partition_dirichlet,
+    partition_fedmarl,
+    partition_iid,
+    partition_natural,
+    partition_xclass,
+    split_validation,
 )
 from fedenv.data.partition.common import check_shards
 
