@@ -27,9 +27,10 @@ import numpy as np
 import torch
 
 from fedenv.batched import CPU_CHUNK_BYTES, ENGINES, batched_grad_fn
-from fedenv.data import DATASETS, load_dataset, subsample_test_split
+from fedenv.data import load_dataset, subsample_test_split
 from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, resolve_device, train_batched, train_reference
-from fedenv.models import MODELS, build_model, count_macs
+from fedenv.models import build_model, count_macs
+from fedenv.registry import DATASETS, MODELS
 
 
 def matmul_flops(device: torch.device, size: int, repeats: int = 5) -> float:

@@ -102,7 +102,7 @@ DATASETS.register("fashion-mnist", "fedenv.data.idx:FASHION_MNIST")
 DATASETS.register("cifar10", "fedenv.data.cifar10:CIFAR10")
 DATASETS.register("shakespeare", "fedenv.data.shakespeare:SHAKESPEARE")
 
-# ---------------------------------------------------------------- partitioners (fedenv/data/partitioners.py)
+# ---------------------------------------------------------------- partitioners (fedenv/data/partition/)
 PARTITIONERS: Registry = Registry("partitioner")
 PARTITIONERS.register("fedmarl", "fedenv.data.partition.fedmarl:fedmarl")
 PARTITIONERS.register("dirichlet", "fedenv.data.partition.dirichlet:dirichlet")

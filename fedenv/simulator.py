@@ -24,12 +24,14 @@ import numpy as np
 import torch
 
 from fedenv.config import EnvConfig
-from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation, subsample_test_split
+from fedenv.data import Dataset, load_dataset, split_validation, subsample_test_split
+from fedenv.data.partition.common import check_shards
 from fedenv.federation import (
     AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, TrainResult, resolve_device, train_together,
 )
 from fedenv.latency import capped_latency_s, on_time, round_latency_s
 from fedenv.models import build_model, count_macs, count_parameters
+from fedenv.registry import PARTITIONERS
 from fedenv.traces import TraceReplay, load_trace
 
 BITS_PER_PARAMETER = 32
@@ -123,16 +125,13 @@ class FederationSimulator:
         self.dataset = subsample_test_split(_dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download),
                                             cfg.test_samples)
         self._train_labels = self.dataset.train_y.cpu().numpy()
-        if cfg.partition == "natural" and self.dataset.train_owner is None:
-            raise ValueError(
-                f"partition='natural' needs a dataset that records users (shakespeare), not {cfg.dataset!r}"
-            )
         self.trace = load_trace(cfg.trace)
         if cfg.num_clients > len(self.trace.clients):
             raise ValueError(
                 f"num_clients={cfg.num_clients} but trace {cfg.trace!r} holds {len(self.trace.clients)} clients"
             )
         probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
+        self._partition(np.random.default_rng(0))  # a partition this dataset cannot serve is refused here
         self.model_parameters = count_parameters(probe_model)
         self.model_macs = count_macs(probe_model, self.dataset.input_shape, self.dataset.train_x.dtype)
         self.model_bits = BITS_PER_PARAMETER * self.model_parameters
@@ -239,21 +238,9 @@ class FederationSimulator:
     def _partition(self, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
         cfg = self.config
         pool, validation = split_validation(self._train_labels, cfg.val_fraction, rng)
-        labels = self._train_labels[pool]
-        if cfg.partition == "fedmarl":
-            kwargs = {"dominant_fraction": cfg.dominant_fraction, "size_exponent": cfg.size_exponent,
-                      "min_size": cfg.min_client_size}
-        elif cfg.partition == "dirichlet":
-            kwargs = {"alpha": cfg.dirichlet_alpha, "min_size": cfg.min_client_size}
-        elif cfg.partition == "xclass":
-            kwargs = {"classes_per_client": cfg.xclass_classes, "noniid_clients": cfg.xclass_noniid_clients,
-                      "samples_per_client": cfg.xclass_samples}
-        elif cfg.partition == "natural":
-            labels, kwargs = self.dataset.train_owner[pool], {"min_size": cfg.min_client_size}
-        else:
-            kwargs = {}
-        shards = PARTITIONERS[cfg.partition](labels, cfg.num_clients, rng, **kwargs)
-        return [pool[s] for s in shards], validation
+        owners = None if self.dataset.train_owner is None else self.dataset.train_owner[pool]
+        shards = PARTITIONERS[cfg.partition](self._train_labels[pool], owners, cfg.num_clients, rng, cfg)
+        return [pool[s] for s in check_shards(cfg.partition, shards, cfg.num_clients)], validation
 
     def _generators(self, clients: np.ndarray, phase: int) -> list[torch.Generator]:
         """One generator per client fixing its minibatch order in this round and phase (0: probing)."""

@@ -11,12 +11,11 @@ import torch
 from torch import nn
 
 from fedenv.cli import env_config_from_args
-from fedenv.data import Dataset, load_dataset, partition_natural
+from fedenv.data import LEAF_LETTERS, Dataset, load_dataset, partition_natural, read_cifar10_batch
 from fedenv.env import ClientSelectionEnv
 from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
 from fedenv.models import LSTMLayer, build_model, count_macs, has_batchnorm
 from fedenv.presets import PRESETS, apply_preset
-from fedenv.readers import LEAF_LETTERS, read_cifar10_batch
 from tests.helpers import make_cifar10_folder, make_leaf_folder, make_torchvision_folder
 from tests.test_traces_importers import CALLS, Payload
 from train_agents import build_parser
@@ -181,7 +180,7 @@ class EvilArray:  # its raw bytes become the object pointers 0x4141...
     def __reduce__(self):
         return (_reconstruct, (np.ndarray, (0,), b"b"), (1, (2,), EvilDtype(), False, b"A" * 16))
 open(sys.argv[1], "wb").write(pickle.dumps({b"data": EvilArray(), b"labels": [0, 1]}, protocol=2))
-from fedenv.readers import read_cifar10_batch
+from fedenv.data.cifar10 import read_cifar10_batch
 try:
     read_cifar10_batch(sys.argv[1])
 except ValueError as error:

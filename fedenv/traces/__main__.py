@@ -15,7 +15,7 @@ import json
 import sys
 
 from fedenv.fileio import atomic_write_text
-from fedenv.models import MODELS
+from fedenv.registry import MODELS
 from fedenv.traces import DEFAULT_TRACE, SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces.generate import (
     derive_device_table,
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--fedscale", metavar="CAPACITY", help="FedScale client_device_capacity pickle")
     source.add_argument("--csv", metavar="FILE", help="CSV: client, device, ms_per_sample, upload_kbps, download_kbps")
     importer.add_argument("--behave", metavar="BEHAVE", help="FedScale client_behave_trace pickle (availability)")
-    importer.add_argument("--reference-model", default="mlp", choices=MODELS,
+    importer.add_argument("--reference-model", default="mlp", choices=MODELS.names(),
                           help="the model the per-sample times were measured with (default: %(default)s)")
     importer.add_argument("--out", required=True)
     for name, text in (("inspect", "per-device and per-client summary table"), ("plot", "PNG of the distributions")):

@@ -1,20 +1,13 @@
-"""Readers of the on-disk formats of the larger benchmark datasets.
+"""CIFAR-10 (Krizhevsky, 2009, "Learning multiple layers of features from tiny images") in the "python
+version" layout that torchvision downloads: ``<data_root>/cifar-10-batches-py/{data_batch_1..5,test_batch}``,
+each a pickled dict with ``data`` (uint8 ``(N, 3072)``, channel-major 32x32 images) and ``labels``.
 
-``read_cifar10``
-    CIFAR-10 (Krizhevsky, 2009) in the "python version" layout that torchvision downloads:
-    ``<data_root>/cifar-10-batches-py/{data_batch_1..5,test_batch}``, each a pickled dict with ``data``
-    (uint8 ``(N, 3072)``, channel-major 32x32 images) and ``labels``. The pickles are read with a
-    restricted unpickler: the names a pickled numpy array uses resolve to stand-ins that accept only a
-    plain uint8 array and build it with ``numpy.frombuffer`` from the file's own bytes (numpy's
-    unpickling, which trusts dtype state, never runs); any other class or function is refused before
-    it is looked up, let alone called. torchvision's own reader uses plain ``pickle.load``.
-``read_leaf_shakespeare``
-    LEAF's Shakespeare next-character task (Caldas et al., arXiv 1812.01097): the JSON files that
-    LEAF's ``preprocess.sh`` writes to ``<data_root>/shakespeare/data/{train,test}/*.json``, each
-    ``{"users": [...], "user_data": {user: {"x": [80-character windows], "y": [next characters]}}}``.
-    Characters are indexed in LEAF's vocabulary :data:`LEAF_LETTERS`
-    (``models/utils/language_utils.py`` of the LEAF repository). Each sample keeps its user (speaking
-    role), LEAF's natural partition.
+The pickles are read with a restricted unpickler: the names a pickled numpy array uses resolve to
+stand-ins that accept only a plain uint8 array and build it with ``numpy.frombuffer`` from the file's
+own bytes (numpy's unpickling, which trusts dtype state, never runs); any other class or function is
+refused before it is looked up, let alone called. torchvision's own reader uses plain ``pickle.load``.
+The ``cifar10`` dataset (50,000 / 10,000 colour 32x32 images) is standardised per channel with the
+training set's mean and standard deviation.
 """
 
 from __future__ import annotations
@@ -22,13 +15,14 @@ from __future__ import annotations
 import codecs
 import io
 import math
-import json
 import pickle
 from pathlib import Path
 
 import numpy as np
+import torch
 
-LEAF_LETTERS = "\n !\"&'(),-.0123456789:;>?ABCDEFGHIJKLMNOPQRSTUVWXYZ[]abcdefghijklmnopqrstuvwxyz}"
+from fedenv.data.dataset import Dataset, DatasetSpec
+
 CIFAR10_FOLDER = "cifar-10-batches-py"
 CIFAR10_TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR10_TEST_BATCH = "test_batch"
@@ -163,84 +157,21 @@ def read_cifar10(data_root: str | Path) -> dict[str, np.ndarray]:
             "test_x": test_x, "test_y": test_y}
 
 
-def _leaf_folder(data_root: Path, split: str) -> Path:
-    for folder in (data_root / "shakespeare" / "data" / split, data_root / split):
-        if folder.is_dir() and any(folder.glob("*.json")):
-            return folder
-    raise FileNotFoundError(
-        f"data_root={str(data_root)!r}: no LEAF {split} JSON files in {data_root / 'shakespeare' / 'data' / split} "
-        f"(or {data_root / split}); run LEAF's shakespeare/preprocess.sh and point --data-root at its data folder"
-    )
+def load_cifar10(data_root: str, download: bool) -> Dataset:
+    """:func:`read_cifar10` as a :class:`Dataset`, pixels scaled to ``[0, 1]`` and standardised per
+    channel; with ``download`` torchvision fetches the folder first."""
+    if download:
+        from torchvision import datasets
+
+        for train in (True, False):
+            datasets.CIFAR10(data_root, train=train, download=True)
+    arrays = read_cifar10(data_root)
+    train = torch.as_tensor(arrays["train_x"], dtype=torch.float32) / 255.0
+    test = torch.as_tensor(arrays["test_x"], dtype=torch.float32) / 255.0
+    mean, std = train.mean(dim=(0, 2, 3), keepdim=True), train.std(dim=(0, 2, 3), keepdim=True)
+    return Dataset("cifar10", (train - mean) / std, torch.as_tensor(arrays["train_y"]), (test - mean) / std,
+                   torch.as_tensor(arrays["test_y"]), num_classes=10)
 
 
-def _encode(text: str, where: str) -> list[int]:
-    indices = [LEAF_LETTERS.find(c) for c in text]
-    if -1 in indices:
-        bad = text[indices.index(-1)]
-        raise ValueError(f"{where}: character {bad!r} is not in LEAF's Shakespeare vocabulary {LEAF_LETTERS!r}")
-    return indices
-
-
-def _leaf_users(path: Path):
-    """``(user, windows, targets)`` of one LEAF JSON file, its structure checked."""
-    try:
-        document = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not a JSON file ({error})") from error
-    if not isinstance(document, dict) or not isinstance(document.get("user_data"), dict):
-        raise ValueError(f"{path}: a LEAF file must be a JSON object with a 'user_data' object")
-    user_data = document["user_data"]
-    names = document.get("users", list(user_data))
-    if not isinstance(names, list):
-        raise ValueError(f"{path}: 'users' must be a list of user names, got {type(names).__name__}")
-    for user in names:
-        samples = user_data.get(user) if isinstance(user, str) else None
-        if not isinstance(samples, dict):
-            raise ValueError(f"{path}: user {user!r} of 'users' has no entry in 'user_data'")
-        windows, targets = samples.get("x"), samples.get("y")
-        if not isinstance(windows, list) or not isinstance(targets, list) or len(windows) != len(targets):
-            raise ValueError(f"{path}: user {user!r} needs lists 'x' and 'y' of equal length")
-        yield user, windows, targets
-
-
-def read_leaf_shakespeare(data_root: str | Path) -> dict[str, np.ndarray]:
-    """LEAF's Shakespeare JSON files (see the module docstring).
-
-    Returns:
-        ``train_x`` int64 ``(N, T)`` character ids, ``train_y`` int64 ``(N,)`` next-character ids,
-        ``train_owner`` int64 ``(N,)`` user number (users of the training files in order of appearance),
-        ``test_x``, ``test_y``; ``T`` is the window length (80 in LEAF).
-
-    Raises:
-        FileNotFoundError: no JSON files where LEAF writes them.
-        ValueError: a malformed file, windows of different lengths, a target that is not one character,
-            or a character outside :data:`LEAF_LETTERS` (names the file and the user).
-    """
-    data_root = Path(data_root)
-    out = {}
-    for split in ("train", "test"):
-        xs, ys, owners, users = [], [], [], {}
-        for path in sorted(_leaf_folder(data_root, split).glob("*.json")):
-            for user, windows, targets in _leaf_users(path):
-                owner = users.setdefault(user, len(users))
-                for window, target in zip(windows, targets):
-                    where = f"{path}: user {user!r}"
-                    if not isinstance(window, str) or not window:
-                        raise ValueError(f"{where}: window {window!r} must be a non-empty string")
-                    if not isinstance(target, str) or len(target) != 1:
-                        raise ValueError(f"{where}: target {target!r} must be one character")
-                    if xs and len(window) != len(xs[0]):
-                        raise ValueError(f"{where}: window of {len(window)} characters; earlier ones have {len(xs[0])}")
-                    xs.append(_encode(window, where))
-                    ys.append(_encode(target, where)[0])
-                    owners.append(owner)
-        if not xs:
-            raise ValueError(f"{data_root}: the LEAF {split} files hold no samples")
-        if split == "test" and len(xs[0]) != out["train_x"].shape[1]:
-            raise ValueError(f"{data_root}: LEAF test windows have {len(xs[0])} characters, training windows "
-                             f"{out['train_x'].shape[1]}")
-        out[f"{split}_x"] = np.asarray(xs, dtype=np.int64)
-        out[f"{split}_y"] = np.asarray(ys, dtype=np.int64)
-        if split == "train":
-            out["train_owner"] = np.asarray(owners, dtype=np.int64)
-    return out
+CIFAR10 = DatasetSpec("cifar10", load_cifar10, needs_data_root=True,
+                      layout=f"{CIFAR10_FOLDER}/ in torchvision's layout", input_kind="image")
