@@ -24,11 +24,10 @@ from gymnasium import spaces
 
 from fedenv.config import EnvConfig
 from fedenv.data import PARTITIONERS, Dataset, load_dataset, split_validation, subsample_test_split
-from fedenv.federation import (
-    AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together,
-)
+from fedenv.engine import Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.observation import build_observations, feature_bounds, feature_names
+from fedenv.registry import AGGREGATION_RULES
 from fedenv.reward import round_latency_s, team_reward
 from fedenv.traces import TraceReplay, load_trace
 
@@ -102,7 +101,6 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.reference_latency_s = self._reference_latency_s()
         self.reward_weights = (cfg.accuracy_weight, cfg.latency_weight, cfg.comm_weight)
         self.local_config = LocalTrainingConfig(cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.fedprox_mu)
-        self.aggregation_config = AggregationConfig(cfg.aggregation, cfg.fedca_score, cfg.fedadp_alpha)
 
         self.possible_agents = [f"client_{i}" for i in range(cfg.num_clients)]
         self.agents: list[str] = []
@@ -154,7 +152,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.client_indices, self.validation_indices = self._partition(partition_rng)
         model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
         self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device,
-                                     self.aggregation_config, self.validation_indices, cfg.engine)
+                                     AGGREGATION_RULES[cfg.aggregation]([len(i) for i in self.client_indices], cfg),
+                                     self.validation_indices, cfg.engine)
         self.data_size = np.array([len(i) for i in self.client_indices])
         self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
                                   cfg.trace_mode)
