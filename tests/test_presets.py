@@ -13,7 +13,7 @@ from torch import nn
 from fedenv.cli import env_config_from_args
 from fedenv.data import Dataset, load_dataset, partition_natural
 from fedenv.env import ClientSelectionEnv
-from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
+from fedenv.engine import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
 from fedenv.models import LSTMLayer, build_model, count_macs, has_batchnorm
 from fedenv.presets import PRESETS, apply_preset
 from fedenv.readers import LEAF_LETTERS, read_cifar10_batch
