@@ -26,9 +26,18 @@ import time
 import numpy as np
 import torch
 
-from fedenv.batched import CPU_CHUNK_BYTES, ENGINES, batched_grad_fn
+from fedenv.config import ENGINES
 from fedenv.data import load_dataset, subsample_test_split
-from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, resolve_device, train_batched, train_reference
+from fedenv.engine import (
+    CPU_CHUNK_BYTES,
+    Federation,
+    LocalTrainingConfig,
+    batched_grad_fn,
+    make_schedule,
+    resolve_device,
+    train_batched,
+    train_reference,
+)
 from fedenv.models import build_model, count_macs
 from fedenv.registry import DATASETS, MODELS
 
@@ -86,7 +95,7 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--engine", default="auto", choices=ENGINES, help="gradient path of the batched engine")
     parser.add_argument("--cpu-chunk-mib", type=float, default=CPU_CHUNK_BYTES / 2**20,
-                        help="activation budget of one chunk of clients on a CPU (fedenv.batched.cpu_chunked); "
+                        help="activation budget of one chunk of clients on a CPU (fedenv.engine.grad_fns.cpu_chunked); "
                              "0: all clients at once")
     parser.add_argument("--test-samples", type=int, default=None,
                         help="evaluate on a fixed subset of the test split (default: all of it)")

@@ -15,14 +15,13 @@ selection in federated learning", AAAI 2022 (arXiv 2201.02932).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator
 
 import numpy as np
 import pettingzoo
 from gymnasium import spaces
 
 from fedenv.config import EnvConfig
-from fedenv.federation import TrainRequest, TrainResult
+from fedenv.engine import EnvProcess
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import team_reward
 from fedenv.simulator import FederationSimulator, RoundOutcome, run_alone
@@ -109,8 +108,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         """
         return run_alone(self.reset_process(seed))
 
-    def reset_process(self, seed: int | None = None) -> Generator[TrainRequest, TrainResult, tuple[dict, dict]]:
-        """:meth:`reset` as a process that yields its local training as :class:`TrainRequest` objects and
+    def reset_process(self, seed: int | None = None) -> EnvProcess[tuple[dict, dict]]:
+        """:meth:`reset` as a process that yields its local training as :class:`~fedenv.engine.TrainRequest` objects and
         receives their results (so that :mod:`fedenv.vector` can batch several federations)."""
         if seed is not None:
             self._root_rng = np.random.default_rng(seed)
@@ -140,14 +139,14 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         """
         return run_alone(self.step_process(actions))
 
-    def step_process(self, actions: dict) -> Generator[TrainRequest, TrainResult, tuple]:
-        """:meth:`step` as a process yielding :class:`TrainRequest` objects (see :meth:`reset_process`).
+    def step_process(self, actions: dict) -> EnvProcess[tuple]:
+        """:meth:`step` as a process yielding :class:`~fedenv.engine.TrainRequest` objects (see :meth:`reset_process`).
         Invalid actions raise before the first yield."""
         if self._done:
             raise RuntimeError("the episode is over (or was never started): call reset() before step()")
         return self._play(self._parse_actions(actions))
 
-    def _play(self, chosen: np.ndarray) -> Generator[TrainRequest, TrainResult, tuple]:
+    def _play(self, chosen: np.ndarray) -> EnvProcess[tuple]:
         cfg, sim = self.config, self.simulator
         outcome = yield from sim.play_round_process(chosen)
         self._last = outcome

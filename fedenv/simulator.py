@@ -9,7 +9,7 @@ has reported lives in a :class:`ClientStates` record; what a round did is a :cla
 rewards, infos), as PettingZoo's ``multiwalker.py`` wraps ``multiwalker_base.py``.
 
 Local training is not run here but requested: the ``*_process`` methods are generators that yield
-:class:`~fedenv.federation.TrainRequest` objects and receive their results, so that several federations
+:class:`~fedenv.engine.TrainRequest` objects and receive their results, so that several federations
 can be served by one batched computation (:mod:`fedenv.vector`); :func:`run_alone` serves one.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,12 +25,10 @@ import torch
 from fedenv.config import EnvConfig
 from fedenv.data import Dataset, load_dataset, split_validation, subsample_test_split
 from fedenv.data.partition.common import check_shards
-from fedenv.federation import (
-    AggregationConfig, Federation, LocalTrainingConfig, TrainRequest, TrainResult, resolve_device, train_together,
-)
+from fedenv.engine import EnvProcess, Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together
 from fedenv.latency import capped_latency_s, on_time, round_latency_s
 from fedenv.models import build_model, count_macs, count_parameters
-from fedenv.registry import PARTITIONERS
+from fedenv.registry import AGGREGATION_RULES, PARTITIONERS
 from fedenv.traces import TraceReplay, load_trace
 
 BITS_PER_PARAMETER = 32
@@ -138,10 +135,9 @@ class FederationSimulator:
         self.model_size_mb = self.model_bits / 8 / 1e6
         self.reference_latency_s = self._reference_latency_s()
         self.local_config = LocalTrainingConfig(cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay, cfg.fedprox_mu)
-        self.aggregation_config = AggregationConfig(cfg.aggregation, cfg.fedca_score, cfg.fedadp_alpha)
         self.candidates = np.zeros(0, dtype=np.int64)
 
-    def reset_process(self, seed: int) -> Generator[TrainRequest, TrainResult, None]:
+    def reset_process(self, seed: int) -> EnvProcess[None]:
         """Start an episode from ``seed``: partition, model initialisation, trace assignment and offsets,
         candidate draws and minibatch orders all derive from it; then probe the first round's candidates.
 
@@ -155,8 +151,9 @@ class FederationSimulator:
         self._batch_entropy = streams[3].entropy
         self.client_indices, self.validation_indices = self._partition(partition_rng)
         model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=self.episode_seed)
+        rule = AGGREGATION_RULES[cfg.aggregation]([len(i) for i in self.client_indices], cfg)
         self.federation = Federation(model, self.dataset, self.client_indices, self.local_config, self.device,
-                                     self.aggregation_config, self.validation_indices, cfg.engine)
+                                     rule, self.validation_indices, cfg.engine)
         self.replay = TraceReplay(self.trace, cfg.num_clients, trace_rng, self.model_macs, self.model_bits,
                                   cfg.trace_mode)
         if not np.isfinite(self.replay.wait_s(0.0)):
@@ -167,7 +164,7 @@ class FederationSimulator:
         self.accuracy, _ = self.federation.evaluate()
         yield from self.begin_round_process()
 
-    def begin_round_process(self) -> Generator[TrainRequest, TrainResult, None]:
+    def begin_round_process(self) -> EnvProcess[None]:
         """Draw the round's candidates among the online clients and train their probing epoch."""
         cfg, clients = self.config, self.clients
         clients.online = self.replay.online(self.wall_clock_s)
@@ -193,7 +190,7 @@ class FederationSimulator:
         """No next round: no client is a candidate any more."""
         self.candidates = np.zeros(0, dtype=np.int64)
 
-    def play_round_process(self, chosen: np.ndarray) -> Generator[TrainRequest, TrainResult, RoundOutcome]:
+    def play_round_process(self, chosen: np.ndarray) -> EnvProcess[RoundOutcome]:
         """Finish the round: the chosen candidates train their remaining epochs and upload, stragglers
         past the deadline are dropped, the uploads are aggregated and the global model evaluated.
 
@@ -279,7 +276,7 @@ def _dataset_on(device: torch.device, name: str, data_root: str | None, download
     )
 
 
-def run_alone(process: Generator[TrainRequest, TrainResult, object]):
+def run_alone(process: EnvProcess):
     """Drive a simulation process to its end, serving each :class:`TrainRequest` it yields on its own.
 
     Returns:

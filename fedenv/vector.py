@@ -3,18 +3,18 @@
 ``VectorClientSelectionEnv(config, num_envs=B)`` holds B copies of :class:`~fedenv.env.ClientSelectionEnv`
 (same configuration, different seeds). Each copy runs its own episode, but the local training every
 copy asks for in a step (probing and remaining epochs) is served by one batched computation
-(:func:`~fedenv.federation.train_together`), which makes more transitions per second for the learner.
+(:func:`~fedenv.engine.requests.train_together`), which makes more transitions per second for the learner.
 Every federation gets the same results as it would alone (a test checks it).
 """
 
 from __future__ import annotations
 
 from fedenv.config import EnvConfig
+from fedenv.engine import EnvProcess, train_together
 from fedenv.env import ClientSelectionEnv
-from fedenv.federation import train_together
 
 
-def drive_together(processes: list) -> list:
+def drive_together(processes: list[EnvProcess]) -> list:
     """Run env processes (:meth:`ClientSelectionEnv.reset_process` / ``step_process``) to their ends,
     serving the training requests they yield at the same point as one batched computation.
 

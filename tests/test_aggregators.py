@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedenv.aggregators import fedadp_weights, fedca_subset, fedpdp_weights, gompertz
+from fedenv.aggregation import fedadp_weights, fedca_subset, fedpdp_weights, gompertz
 
 
 def test_fedadp_weights_for_three_clients_by_hand():

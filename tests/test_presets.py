@@ -13,7 +13,7 @@ from torch import nn
 from fedenv.cli import env_config_from_args
 from fedenv.data import LEAF_LETTERS, Dataset, load_dataset, partition_natural, read_cifar10_batch
 from fedenv.env import ClientSelectionEnv
-from fedenv.federation import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
+from fedenv.engine import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
 from fedenv.models import LSTMLayer, build_model, count_macs, has_batchnorm
 from fedenv.presets import PRESETS, apply_preset
 from tests.helpers import make_cifar10_folder, make_leaf_folder, make_torchvision_folder

@@ -14,7 +14,7 @@ from torch import nn
 
 import fedenv
 from agents.checkpoint import load_checkpoint
-from fedenv.aggregators import weighted_average
+from fedenv.aggregation import weighted_average
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,31 @@
+"""Server aggregation rules on stacked client models (``EnvConfig.aggregation``; registered in
+:data:`fedenv.registry.AGGREGATION_RULES`).
+
+``fedavg``  :class:`~.fedavg.FedAvg`, weights ``n_k / sum_{j in S_t} n_j`` (McMahan et al., AISTATS 2017).
+``fedpdp``  :class:`~.fedpdp.FedPdp`, FedCM's Table 1 form of FedAvg with partial device participation
+            (Li et al., ICLR 2020): ``w = sum_{k in S_t} p_k |S| / |S_t| w_k`` with
+            ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``; the weights are not renormalised
+            (they sum to 1 only in expectation).
+``fedca``   :class:`~.fedca.FedCA`, combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep
+            the subset ``S_opt`` of uploads whose averaged logits score best on the server's validation
+            split, then the FedPdp form over ``S_opt``.
+``fedadp``  :class:`~.fedadp.FedAdp`, adaptive weighting (Wu and Wang, arXiv 2012.00661): weights from
+            the smoothed angle between each client's update and the data-weighted mean update, through a
+            Gompertz function.
+
+The contract (:class:`~.base.Uploads`, :class:`~.base.AggregationRule`) is in :mod:`.base`; the weighted
+sums the server applies are in :mod:`.weights`.
+"""
+
+from fedenv.aggregation.base import AggregationResult, AggregationRule, Uploads
+from fedenv.aggregation.fedadp import FedAdp, fedadp_weights, gompertz
+from fedenv.aggregation.fedavg import FedAvg, fedavg_weights
+from fedenv.aggregation.fedca import FEDCA_EXHAUSTIVE_LIMIT, FedCA, fedca_scores, fedca_subset
+from fedenv.aggregation.fedpdp import FedPdp, fedpdp_weights
+from fedenv.aggregation.weights import weighted_average, weighted_sum
+
+__all__ = [
+    "FEDCA_EXHAUSTIVE_LIMIT", "AggregationResult", "AggregationRule", "FedAdp", "FedAvg", "FedCA", "FedPdp",
+    "Uploads", "fedadp_weights", "fedavg_weights", "fedca_scores", "fedca_subset", "fedpdp_weights", "gompertz",
+    "weighted_average", "weighted_sum",
+]

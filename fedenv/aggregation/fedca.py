@@ -1,0 +1,106 @@
+"""FedCA: combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep the subset ``S_opt`` of
+uploads whose averaged logits score best on the server's validation split, then the FedPdp form over
+``S_opt``."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import torch
+
+from fedenv.aggregation.base import AggregationRule, Uploads
+from fedenv.aggregation.fedpdp import fedpdp_weights
+from fedenv.config import FEDCA_SCORES, EnvConfig
+
+FEDCA_EXHAUSTIVE_LIMIT = 10
+"""Up to this many uploads :func:`fedca_subset` scores every subset; above it, greedy forward selection."""
+
+
+def fedca_scores(logits: torch.Tensor, labels: torch.Tensor, members: torch.Tensor, score: str) -> torch.Tensor:
+    """Validation score of the averaged logits of each candidate subset.
+
+    Args:
+        logits: ``(K, V, C)`` logits of each upload on the validation split.
+        labels: ``(V,)`` validation labels.
+        members: ``(M, K)`` 0/1 float masks, one subset per row (non-empty).
+        score: ``acc`` (the Dirac-delta score: accuracy) or ``ce`` (minus the mean cross-entropy of the
+            softmax of the averaged logits; the paper's classification loss, negated so that larger is
+            better).
+
+    Returns:
+        ``(M,)`` scores (larger is better).
+
+    Raises:
+        ValueError: ``score`` is not one of :data:`fedenv.config.FEDCA_SCORES`.
+    """
+    if score not in FEDCA_SCORES:
+        raise ValueError(f"fedca_score={score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
+    k, v, c = logits.shape
+    averaged = (members / members.sum(dim=1, keepdim=True)) @ logits.reshape(k, v * c)
+    averaged = averaged.reshape(-1, v, c)
+    if score == "acc":
+        return (averaged.argmax(dim=-1) == labels).double().mean(dim=1)
+    log_probs = averaged.log_softmax(dim=-1)
+    return log_probs.gather(-1, labels.expand(len(members), v).unsqueeze(-1)).squeeze(-1).double().mean(dim=1)
+
+
+def fedca_subset(logits: torch.Tensor, labels: torch.Tensor, score: str = "ce") -> np.ndarray:
+    """FedCA's combinatorial model filter (Kim et al., arXiv 2012.03270, Eq. 4): the subset of uploads
+    whose averaged logits score best on the validation split.
+
+    Up to :data:`FEDCA_EXHAUSTIVE_LIMIT` uploads every non-empty subset is scored (ties go to the larger
+    subset, then to the lower indices); above it, greedy forward selection adds the upload that improves
+    the score most until none does (our default, DESIGN.md section 7).
+
+    Args:
+        logits: ``(K, V, C)``; labels: ``(V,)``; score: ``acc`` or ``ce``.
+
+    Returns:
+        Sorted row indices of ``S_opt`` (never empty when ``K >= 1``).
+    """
+    k = logits.shape[0]
+    if k <= FEDCA_EXHAUSTIVE_LIMIT:
+        subsets = [s for size in range(k, 0, -1) for s in itertools.combinations(range(k), size)]
+        members = torch.zeros(len(subsets), k, dtype=logits.dtype, device=logits.device)
+        for row, subset in enumerate(subsets):
+            members[row, list(subset)] = 1.0
+        scores = fedca_scores(logits, labels, members, score)
+        return np.array(subsets[int(torch.argmax(scores))])  # first maximum: larger subsets come first
+    chosen: list[int] = []
+    best = -math.inf
+    while len(chosen) < k:
+        rest = [i for i in range(k) if i not in chosen]
+        members = torch.zeros(len(rest), k, dtype=logits.dtype, device=logits.device)
+        for row, i in enumerate(rest):
+            members[row, chosen + [i]] = 1.0
+        scores = fedca_scores(logits, labels, members, score)
+        top = int(torch.argmax(scores))
+        if chosen and float(scores[top]) <= best:
+            break
+        best = float(scores[top])
+        chosen.append(rest[top])
+    return np.array(sorted(chosen))
+
+
+class FedCA(AggregationRule):
+    """:func:`fedca_subset` of the uploads, then FedPdp weights (:func:`~fedenv.aggregation.fedpdp.fedpdp_weights`)
+    over it, not renormalised. Reads ``config.fedca_score`` (``acc`` or ``ce``; the paper found ``ce``
+    generalise better, our default).
+
+    Raises:
+        ValueError: ``config.fedca_score`` is not one of :data:`fedenv.config.FEDCA_SCORES`.
+    """
+
+    needs_validation = True
+
+    def __init__(self, data_sizes: np.ndarray, config: EnvConfig):
+        super().__init__(data_sizes, config)
+        if config.fedca_score not in FEDCA_SCORES:
+            raise ValueError(f"fedca_score={config.fedca_score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
+        self.score = config.fedca_score
+
+    def weights(self, uploads: Uploads) -> tuple[np.ndarray, np.ndarray]:
+        kept = fedca_subset(uploads.validation_logits(), uploads.validation_labels, self.score)
+        return kept, fedpdp_weights(uploads.data_sizes[kept], uploads.total_samples, uploads.num_clients)

@@ -1,0 +1,189 @@
+"""Batched local SGD: the candidates of a round train as one computation.
+
+The client models are stacked along a leading dimension ``K``; at each step one call of a
+:class:`~fedenv.engine.grad_fns.base.GradFn` (the MLP, grouped-convolution or vmap path, see
+:mod:`fedenv.engine.grad_fns`) computes every client's minibatch gradient, and the SGD update is applied
+to all clients at once (DESIGN.md section 5). Clients hold different numbers of samples: they are
+sorted by their number of steps, so at every step the clients with data left are a prefix and only
+they are computed; nobody is over- or under-trained. The update matches ``torch.optim.SGD``
+(:func:`fedenv.engine.reference.train_reference`, tested to float tolerance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from fedenv.engine.grad_fns import GradFn, batched_grad_fn
+from fedenv.engine.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class LocalTrainingConfig:
+    """Client-side optimiser settings (SGD, as in FedAvg).
+
+    Attributes:
+        batch_size: minibatch size (our default 32).
+        lr: SGD learning rate (our default 0.05).
+        momentum: SGD momentum; the buffer starts at zero every round and carries from the probing
+            epoch into the remaining epochs.
+        weight_decay: L2 coefficient added to the gradient, as ``torch.optim.SGD`` does.
+        fedprox_mu: FedProx proximal coefficient ``mu``: the local objective gets
+            ``mu / 2 * ||w - w_global||^2`` (Li et al., MLSys 2020, Eq. 2). 0 is plain FedAvg.
+    """
+
+    batch_size: int = 32
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    fedprox_mu: float = 0.0
+
+
+@dataclass
+class TrainResult:
+    """Stacked client models after local training.
+
+    Attributes:
+        params: ``name -> (K, *shape)`` parameters.
+        momentum: ``name -> (K, *shape)`` SGD momentum buffers.
+        loss_sum: ``(K,)`` sum over the visited samples of the training cross-entropy, each computed
+            with the weights before that sample's step.
+        loss_sq_sum: ``(K,)`` the same sum of squared cross-entropies (Oort's statistical utility).
+        samples: ``(K,)`` number of samples visited.
+        buffers: ``name -> (K, *shape)`` BatchNorm running statistics (empty for models without).
+    """
+
+    params: dict[str, torch.Tensor]
+    momentum: dict[str, torch.Tensor]
+    loss_sum: torch.Tensor
+    loss_sq_sum: torch.Tensor
+    samples: torch.Tensor
+    buffers: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def finite(self) -> torch.Tensor:
+        """``(K,)`` bool: True where every parameter and running statistic of the client's model is finite."""
+        k = self.loss_sum.shape[0]
+        ok = torch.ones(k, dtype=torch.bool, device=self.loss_sum.device)
+        floats = [t for t in [*self.params.values(), *self.buffers.values()] if t.is_floating_point()]
+        for t in floats:  # a sum is finite only if every term is (or it overflowed: diverged)
+            ok &= torch.isfinite((t if t.dim() > 1 else t.unsqueeze(1)).flatten(1).sum(dim=1)).to(ok.device)
+        return ok
+
+    def rows(self, rows) -> TrainResult:
+        """The clients at positions ``rows`` (a list, int array or int tensor), in that order."""
+        rows = torch.as_tensor(rows, dtype=torch.int64)
+        return TrainResult(take_rows(self.params, rows), take_rows(self.momentum, rows), self.loss_sum[rows],
+                           self.loss_sq_sum[rows], self.samples[rows], take_rows(self.buffers, rows))
+
+
+def take_rows(stacked: dict[str, torch.Tensor], rows) -> dict[str, torch.Tensor]:
+    """``name -> (len(rows), *shape)``: the entries of ``stacked`` (``name -> (K, *shape)``) at positions
+    ``rows`` (a list, int array or int tensor), in that order."""
+    rows = torch.as_tensor(rows, dtype=torch.int64)
+    return {name: t[rows.to(t.device)] for name, t in stacked.items()}
+
+
+def check_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None) -> None:
+    """Raise ``ValueError`` unless ``buffers`` holds exactly the model's buffers (None: it has none)."""
+    expected, given = sorted(name for name, _ in model.named_buffers()), sorted(buffers or {})
+    if given != expected:
+        raise ValueError(f"the model's buffers {expected} must be passed stacked per client; got {given}")
+
+
+def train_batched(
+    model: nn.Module,
+    params: dict[str, torch.Tensor],
+    momentum: dict[str, torch.Tensor],
+    global_params: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    schedule: Schedule,
+    config: LocalTrainingConfig,
+    buffers: dict[str, torch.Tensor] | None = None,
+    grad_fn: GradFn | None = None,
+) -> TrainResult:
+    """Local SGD of ``K`` clients at once (one batched gradient computation per step).
+
+    Args:
+        model: module whose structure ``params`` follow (its own weights are not used).
+        params: ``name -> (K, *shape)`` starting weights of each client.
+        momentum: ``name -> (K, *shape)`` starting momentum buffers (zeros at the start of a round).
+        global_params: ``name -> (*shape)`` global model, or ``(K, *shape)`` one per client: the
+            FedProx anchor.
+        x: ``(N, *input_shape)`` training inputs on the engine's device; ``y``: ``(N,)`` labels.
+        schedule: minibatch schedule with ``K`` clients.
+        config: optimiser settings.
+        buffers: ``name -> (K, *shape)`` starting BatchNorm running statistics of each client (None:
+            the model has none).
+        grad_fn: per-client gradient function (default :func:`~fedenv.engine.grad_fns.batched_grad_fn`
+            of ``model``).
+
+    Raises:
+        ValueError: ``buffers`` does not hold exactly the model's buffers.
+
+    Returns:
+        :class:`TrainResult` (the inputs are not modified); the update per step matches
+        ``torch.optim.SGD`` (dampening 0, no Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
+    """
+    device = x.device
+    check_buffers(model, buffers)
+    model.train()  # BatchNorm normalises with batch statistics and updates the per-client buffers
+    per_client_grad = grad_fn or batched_grad_fn(model)
+    order, active_counts = _longest_first(schedule)
+    sorted_already = bool((order == torch.arange(len(order))).all())
+    to_device = order.to(device)
+
+    def permute(t: torch.Tensor) -> torch.Tensor:  # a copy in sorted order: the inputs stay untouched
+        return t.clone() if sorted_already else t[to_device]
+
+    params = {name: permute(p) for name, p in params.items()}
+    momentum = {name: permute(b) for name, b in momentum.items()}
+    buffers = {name: permute(b) for name, b in (buffers or {}).items()}
+    anchor = {name: permute(a) if a.dim() == params[name].dim() else a for name, a in global_params.items()}
+    k = schedule.index.shape[1]
+    loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
+    loss_sq_sum = torch.zeros(k, device=device, dtype=torch.float64)
+    index, valid = schedule.index[:, order].to(device), schedule.valid[:, order].to(device)
+    dtype = next(iter(params.values())).dtype
+    for step, n in enumerate(active_counts):
+        views = {name: p[:n] for name, p in params.items()}
+        grads, ce = per_client_grad(views, {name: b[:n] for name, b in buffers.items()}, x[index[step, :n]],
+                                    y[index[step, :n]], valid[step, :n].to(dtype))
+        ce = ce.double()
+        loss_sum[:n] += ce.sum(dim=1)
+        loss_sq_sum[:n] += (ce * ce).sum(dim=1)
+        _sgd_update(views, grads, momentum, anchor, config)
+    result = TrainResult(params, momentum, loss_sum, loss_sq_sum, valid.sum(dim=(0, 2)).cpu().double(), buffers)
+    return result if sorted_already else result.rows(torch.argsort(order))
+
+
+def _longest_first(schedule: Schedule) -> tuple[torch.Tensor, list[int]]:
+    """Clients sorted by their number of steps, longest first (stable), and at each step how many of
+    them still have data: with this order the clients computed at a step are a prefix, updated in
+    place through views (no work on padding).
+
+    Returns:
+        ``(order (K,) int64, active count per step (S,))``.
+    """
+    steps_per_client = schedule.valid.any(dim=2).sum(dim=0)
+    order = torch.argsort(steps_per_client, descending=True, stable=True)
+    return order, [int((steps_per_client > step).sum()) for step in range(schedule.index.shape[0])]
+
+
+def _sgd_update(views: dict[str, torch.Tensor], grads: dict[str, torch.Tensor], momentum: dict[str, torch.Tensor],
+                anchor: dict[str, torch.Tensor], config: LocalTrainingConfig) -> None:
+    """One in-place ``torch.optim.SGD`` step of the first ``n`` clients (``views``: ``(n, *shape)``),
+    with weight decay, the FedProx term ``mu (w - w_global)`` and momentum as ``config`` asks."""
+    for name, p in views.items():
+        n = p.shape[0]
+        g = grads[name]
+        if config.weight_decay:
+            g = g.add(p, alpha=config.weight_decay)
+        if config.fedprox_mu:
+            a = anchor[name]
+            g = g.add(p - (a[:n] if a.dim() == p.dim() else a), alpha=config.fedprox_mu)
+        if config.momentum:
+            g = momentum[name][:n].mul_(config.momentum).add_(g)
+        p.add_(g, alpha=-config.lr)

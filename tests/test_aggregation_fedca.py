@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+import torch
+
+from fedenv.aggregation import FedCA, Uploads
+from fedenv.config import EnvConfig
+
+
+def uploads_with_logits(logits, labels, sizes, total, num_clients):
+    calls = []
+
+    def validation_logits():
+        calls.append(1)
+        return logits
+
+    k = len(sizes)
+    uploads = Uploads(np.arange(k), {"w": torch.zeros(k, 1)}, {}, {"w": torch.zeros(1)}, np.asarray(sizes, float),
+                      total, num_clients, validation_logits, labels)
+    return uploads, calls
+
+
+@pytest.mark.parametrize("score", ["acc", "ce"])
+def test_fedca_keeps_the_subset_that_scores_best_and_weights_it_as_fedpdp(score):
+    labels = torch.tensor([0, 1])
+    right = torch.tensor([[3.0, 0.0], [0.0, 3.0]])  # right on both samples
+    wrong = torch.tensor([[0.0, 9.0], [9.0, 0.0]])  # confidently wrong on both: any average with it is wrong
+    uploads, calls = uploads_with_logits(torch.stack([right, wrong, right]), labels, [10, 20, 30], 120.0, 6)
+    rule = FedCA(np.full(6, 20.0), EnvConfig(aggregation="fedca", fedca_score=score))
+    assert rule.needs_validation
+    kept, weights = rule.weights(uploads)
+    assert calls == [1]
+    assert kept.tolist() == [0, 2]
+    # FedPdp over S_opt: (n_k / 120) * 6 / 2
+    assert weights == pytest.approx([10 / 120 * 3, 30 / 120 * 3])
+
+
+def test_fedca_rejects_an_unknown_score():
+    with pytest.raises(ValueError, match="fedca_score='f1' is not known; allowed: acc, ce"):
+        FedCA(np.ones(2), EnvConfig(aggregation="fedca", fedca_score="f1"))
