@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agents.trainer import train_vdn
-from agents.vdn import VDNConfig
+from agents.config import VDNConfig
 from fedenv.cli import (
     FlagParser,
     add_dataclass_arguments,

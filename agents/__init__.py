@@ -4,7 +4,8 @@
 """
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
+from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
-from agents.vdn import VDNConfig, VDNLearner
+from agents.vdn import VDNLearner
 
 __all__ = ["GreedyPolicy", "VDNConfig", "VDNLearner", "load_checkpoint", "save_checkpoint"]

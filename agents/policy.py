@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from agents.checkpoint import load_checkpoint
-from agents.vdn import QNetwork, VDNConfig
+from agents.vdn import QNetwork
 from fedenv.config import EnvConfig
 from fedenv.baselines import Policy
 
@@ -27,13 +27,16 @@ class GreedyPolicy(Policy):
         self.env_config = env_config
 
     @classmethod
-    def from_checkpoint(cls, path) -> "GreedyPolicy":
-        """Load from a checkpoint written by ``train_agents.py``."""
+    def from_checkpoint(cls, path) -> GreedyPolicy:
+        """Load from a checkpoint written by ``train_agents.py``.
+
+        Raises:
+            FileNotFoundError, ValueError: see :func:`~agents.checkpoint.load_checkpoint`.
+        """
         document = load_checkpoint(path)
-        config = VDNConfig.from_dict(document["vdn_config"])
-        q = QNetwork(len(document["feature_names"]), tuple(config.hidden))
+        q = QNetwork(len(document["feature_names"]), document["vdn_config"].hidden)
         q.load_state_dict(document["q_state"])
-        return cls(q, document["feature_names"], EnvConfig.from_dict(document["env_config"]))
+        return cls(q, document["feature_names"], document["env_config"])
 
     def check_layout(self, feature_names: list[str]) -> None:
         """Raise ``ValueError`` if an env's observation layout differs from the training layout."""
@@ -42,7 +45,9 @@ class GreedyPolicy(Policy):
                 f"observation layout differs from the checkpoint's: env {feature_names} vs {self.feature_names}"
             )
 
-    def act(self, observations, infos):
+    def act(self, observations: dict, infos: dict) -> dict[str, int]:
+        """``agent -> argmax_a Q(o_agent, a)`` for the candidates (``action_mask[1] == 1``); others are left out
+        (action 0). ``observations``: ``agent -> {"observation": (d,), "action_mask": (2,)}``; ``infos`` unused."""
         agents = list(observations)
         obs = np.stack([observations[a]["observation"] for a in agents])
         mask = np.stack([observations[a]["action_mask"] for a in agents])

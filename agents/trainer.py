@@ -17,9 +17,11 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
+from agents.config import VDNConfig
+from agents.nstep import NStepWindow
 from agents.policy import GreedyPolicy
 from agents.replay import ReplayBuffer
-from agents.vdn import QNetwork, VDNConfig, VDNLearner, linear_epsilon
+from agents.vdn import QNetwork, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.vector import VectorClientSelectionEnv, drive_together
@@ -55,76 +57,112 @@ class EpisodeSummary:
     rounds_played: int = 0  # FL rounds played by the whole run when this episode ended (TensorBoard x-axis)
 
 
+@dataclass
+class RunningEpisode:
+    """One federation's episode in progress: its n-step window, current observation and running sums.
+
+    Every per-episode accumulator lives here, one per federation played side by side (never shared)."""
+
+    env: ClientSelectionEnv
+    episode: int
+    window: NStepWindow
+    obs: np.ndarray
+    mask: np.ndarray
+    rounds: int = 0
+    team_return: float = 0.0
+    candidates: int = 0
+    uploads: int = 0
+    epsilon: float = 0.0
+    td_losses: list[float] = field(default_factory=list)
+    summary: EpisodeSummary | None = None
+
+
 class Trainer:
     """VDN training state: envs, learner, replay buffer, counters and generators.
 
     Args:
         env_config: the environment. vdn_config: hyperparameters.
-        episodes: planned episodes (epsilon anneals over ``episodes * num_rounds`` steps).
+        episodes: planned episodes. Epsilon anneals by episode: round ``r`` of episode ``e`` is schedule
+            step ``e * num_rounds + r`` of ``episodes * num_rounds`` (:func:`~agents.vdn.linear_epsilon`),
+            which equals the environment step count when every episode runs its ``num_rounds`` rounds, and
+            still reaches ``exploration_final_eps`` when episodes end early (``target_accuracy``).
         seed: run seed (training env seeds, network initialisation, exploration, replay sampling).
-        num_envs: federations played in lockstep through one batched engine (:mod:`fedenv.vector`);
-            transitions enter the replay buffer, and training steps run, exactly as if the episodes
-            were played one after another.
+        num_envs: federations played in lockstep through one batched engine (:mod:`fedenv.vector`),
+            each with its own n-step window and episode sums. They play the same episode seeds, with the
+            same epsilon per round, as one federation would; while nothing is learned and epsilon is 0,
+            the replay buffer receives the same transitions (in another order).
+
+    Raises:
+        ValueError: ``episodes`` or ``seed`` is not an integer.
     """
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
                  num_envs: int = 1):
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (episodes, seed)):
+            raise ValueError(f"episodes={episodes!r} and seed={seed!r} must be integers")
         self.vector = VectorClientSelectionEnv(env_config, num_envs)
         self.env = self.vector.envs[0]
         self.vdn_config = vdn_config
-        self.episodes, self.seed = episodes, seed
-        self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=seed)
-        self.buffer = ReplayBuffer(vdn_config.buffer_size, len(self.env.possible_agents),
-                                   len(self.env.feature_names), vdn_config.n_step, vdn_config.gamma)
-        self.sample_rng = np.random.default_rng([seed, 1])
-        self.total_steps = episodes * env_config.num_rounds
+        self.episodes, self.seed = int(episodes), int(seed)
+        self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed)
+        self.buffer = ReplayBuffer(vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
+        self.sample_rng = np.random.default_rng([self.seed, 1])
         self.steps = 0
         self.episode = 0
 
     def play_episodes(self) -> list[EpisodeSummary]:
         """Play the next ``min(num_envs, episodes left)`` training episodes side by side, storing
-        transitions and training as configured."""
+        transitions and training as configured. Returns their summaries in episode order."""
         config = self.vdn_config
         envs = self.vector.envs[: max(1, min(len(self.vector.envs), self.episodes - self.episode))]
         started = drive_together([env.reset_process(training_seed(self.seed, self.episode + i))
                                   for i, env in enumerate(envs)])
-        state = [stack_observations(env, observations) for env, (observations, _) in zip(envs, started)]
-        totals = [{"return": 0.0, "candidates": 0, "uploads": 0, "losses": [], "epsilon": 0.0} for _ in envs]
-        summaries = [None] * len(envs)
-        agent = self.env.possible_agents[0]
-        while any(env.agents for env in envs):
-            actions = [None] * len(envs)
-            for i, env in enumerate(envs):
-                if env.agents:
-                    totals[i]["epsilon"] = linear_epsilon(self.steps, self.total_steps, config)
-                    actions[i] = self.learner.act(*state[i], totals[i]["epsilon"])
-            outputs = drive_together([
-                env.step_process({a: int(x) for a, x in zip(env.possible_agents, actions[i])})
-                for i, env in enumerate(envs) if actions[i] is not None
-            ])
-            for i, output in zip([i for i in range(len(envs)) if actions[i] is not None], outputs):
-                observations, rewards, terminations, truncations, infos = output
-                obs, mask = state[i]
-                next_obs, next_mask = stack_observations(envs[i], observations)
-                self.buffer.add(obs, mask, actions[i], rewards[agent], next_obs, next_mask,
-                                terminations[agent], truncations[agent])
-                totals[i]["return"] += rewards[agent]
-                totals[i]["candidates"] += int(mask[:, 1].sum())
-                totals[i]["uploads"] += int((actions[i] * mask[:, 1]).sum())
-                state[i] = (next_obs, next_mask)
-                self.steps += 1
-                if self.steps >= config.learning_starts and self.steps % config.train_interval == 0 and len(self.buffer):
-                    for _ in range(config.gradient_steps):
-                        batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
-                        totals[i]["losses"].append(self.learner.update(batch))
-                if not envs[i].agents:
-                    info, t = infos[agent], totals[i]
-                    summaries[i] = EpisodeSummary(t["return"], info["accuracy"], info["wall_clock_s"],
-                                                  t["uploads"] * envs[i].simulator.model_size_mb,
-                                                  t["uploads"] / max(1, t["candidates"]), t["epsilon"], t["losses"],
-                                                  self.steps)
+        running = [RunningEpisode(env, self.episode + i, NStepWindow(config.n_step, config.gamma),
+                                  *stack_observations(env, observations))
+                   for i, (env, (observations, _)) in enumerate(zip(envs, started))]
+        while active := [r for r in running if r.env.agents]:
+            actions = [self._act(r) for r in active]
+            outputs = drive_together([r.env.step_process({a: int(x) for a, x in zip(r.env.possible_agents, action)})
+                                      for r, action in zip(active, actions)])
+            for r, action, output in zip(active, actions, outputs):
+                self._record(r, action, output)
         self.episode += len(envs)
-        return summaries
+        return [r.summary for r in running]
+
+    def _act(self, r: RunningEpisode) -> np.ndarray:
+        num_rounds = self.env.config.num_rounds
+        r.epsilon = linear_epsilon(r.episode * num_rounds + r.rounds, self.episodes * num_rounds, self.vdn_config)
+        return self.learner.act(r.obs, r.mask, r.epsilon)
+
+    def _record(self, r: RunningEpisode, action: np.ndarray, output: tuple) -> None:
+        """Store one step of ``r``'s episode, train if due, and summarise the episode when it ends."""
+        observations, rewards, terminations, truncations, infos = output
+        agent = r.env.possible_agents[0]
+        next_obs, next_mask = stack_observations(r.env, observations)
+        for transition in r.window.push(r.obs, r.mask, action, rewards[agent], next_obs, next_mask,
+                                        terminations[agent], truncations[agent]):
+            self.buffer.add(transition)
+        r.team_return += rewards[agent]
+        r.candidates += int(r.mask[:, 1].sum())
+        r.uploads += int((action * r.mask[:, 1]).sum())
+        r.obs, r.mask = next_obs, next_mask
+        r.rounds += 1
+        self.steps += 1
+        r.td_losses += self._train()
+        if not r.env.agents:
+            info = infos[agent]
+            r.summary = EpisodeSummary(r.team_return, info["accuracy"], info["wall_clock_s"],
+                                       r.uploads * r.env.simulator.model_size_mb, r.uploads / max(1, r.candidates), r.epsilon,
+                                       r.td_losses, self.steps)
+
+    def _train(self) -> list[float]:
+        """The TD losses of the gradient steps due after environment step ``self.steps`` (none before
+        ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps)."""
+        config = self.vdn_config
+        if self.steps < config.learning_starts or self.steps % config.train_freq or not len(self.buffer):
+            return []
+        return [self.learner.update(self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device))
+                for _ in range(config.gradient_steps)]
 
     def checkpoint(self) -> dict:
         """Checkpoint payload: what :class:`~agents.policy.GreedyPolicy` needs, plus the training state."""
@@ -145,7 +183,8 @@ class Trainer:
         }
 
     def restore(self, document: dict) -> None:
-        """Continue from a checkpoint written by :meth:`checkpoint` for the same configuration.
+        """Continue from a checkpoint (as :func:`~agents.checkpoint.load_checkpoint` returns it) written by
+        :meth:`checkpoint` for the same configuration (VDN field names from before the rename included).
 
         Raises:
             ValueError: the checkpoint was written for another configuration or run length.
@@ -153,7 +192,7 @@ class Trainer:
         training = document.get("training")
         if training is None:
             raise ValueError("the checkpoint holds no training state (written by an older version?)")
-        if document["env_config"] != self.env.config.to_dict() or document["vdn_config"] != self.vdn_config.to_dict():
+        if document["env_config"].to_dict() != self.env.config.to_dict() or document["vdn_config"] != self.vdn_config:
             raise ValueError("the checkpoint was written with another env or VDN configuration")
         if (training["planned_episodes"], training["seed"]) != (self.episodes, self.seed):
             raise ValueError(
@@ -167,7 +206,7 @@ class Trainer:
 
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (a CPU copy of the Q-network)."""
-        q = QNetwork(self.learner.obs_dim, tuple(self.vdn_config.hidden))
+        q = QNetwork(self.learner.obs_dim, self.vdn_config.hidden)
         q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
         return GreedyPolicy(q, self.env.feature_names, self.env.config)
 

@@ -7,88 +7,22 @@ Double-Q target (van Hasselt et al., AAAI 2016) over n-step returns:
 
 with masked actions excluded from the argmax; truncation bootstraps, termination does not
 (DESIGN.md section 8). Adam, gradient-norm clipping, hard target updates every
-``target_update_interval`` gradient steps, epsilon annealed linearly over environment steps.
+``target_update_interval`` gradient steps, epsilon annealed linearly
+over the run's episodes (:func:`linear_epsilon`).
 FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agents.config import VDNConfig
 from agents.replay import Batch
-
-
-@dataclass
-class VDNConfig:
-    """VDN hyperparameters (all "our default" unless noted).
-
-    Attributes:
-        hidden: hidden layer widths of the shared Q-network.
-        lr: Adam learning rate. gamma: discount per FL round. n_step: rewards per TD target.
-        batch_size: transitions per gradient step. buffer_size: replay capacity (transitions).
-        learning_starts: environment steps before the first gradient step.
-        train_interval: environment steps between training phases.
-        gradient_steps: gradient steps per training phase.
-        target_update_interval: gradient steps between hard target-network updates.
-        epsilon_start, epsilon_end: exploration rate, annealed linearly over
-        epsilon_fraction of the run's environment steps.
-        max_grad_norm: gradient-norm clip. double_q: use the online network's argmax in the target.
-        reward_scale: multiplies rewards inside the learner (Q values are in scaled units).
-    """
-
-    hidden: tuple[int, ...] = (64, 64)
-    lr: float = 5e-4
-    gamma: float = 1.0
-    n_step: int = 3
-    batch_size: int = 64
-    buffer_size: int = 50_000
-    learning_starts: int = 200
-    train_interval: int = 1
-    gradient_steps: int = 4
-    target_update_interval: int = 200
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_fraction: float = 0.5
-    max_grad_norm: float = 10.0
-    double_q: bool = True
-    reward_scale: float = 10.0
-
-    def validate(self) -> "VDNConfig":
-        """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
-        for name in ("n_step", "batch_size", "buffer_size", "train_interval", "gradient_steps",
-                     "target_update_interval"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"vdn {name}={value!r} must be an integer >= 1")
-        if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
-            raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
-        if not isinstance(self.learning_starts, int) or self.learning_starts < 0:
-            raise ValueError(f"vdn learning_starts={self.learning_starts!r} must be an integer >= 0")
-        for name in ("gamma", "epsilon_start", "epsilon_end", "epsilon_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
-        for name in ("lr", "max_grad_norm", "reward_scale"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")
-        return self
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["hidden"] = list(self.hidden)
-        return out
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "VDNConfig":
-        values = dict(values)
-        if "hidden" in values:
-            values["hidden"] = tuple(values["hidden"])
-        return cls(**values)
 
 
 class QNetwork(nn.Module):
@@ -113,11 +47,16 @@ def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def linear_epsilon(step: int, total_steps: int, config: VDNConfig) -> float:
-    """Epsilon after ``step`` environment steps: linear from start to end over
-    ``epsilon_fraction * total_steps`` steps, then constant."""
-    horizon = max(1.0, config.epsilon_fraction * total_steps)
+    """Epsilon at schedule step ``step`` of ``total_steps``: linear from ``exploration_initial_eps`` to
+    ``exploration_final_eps`` over ``exploration_fraction * total_steps`` steps, then constant (the
+    schedule of SB3's DQN, ``stable_baselines3.common.utils.get_linear_fn``).
+
+    The trainer counts steps by episode (see ``VDNConfig.exploration_fraction``): round ``r`` of episode
+    ``e`` is step ``e * num_rounds + r`` of ``episodes * num_rounds``.
+    """
+    horizon = max(1.0, config.exploration_fraction * total_steps)
     fraction = min(1.0, step / horizon)
-    return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
+    return config.exploration_initial_eps + fraction * (config.exploration_final_eps - config.exploration_initial_eps)
 
 
 class VDNLearner:
@@ -136,7 +75,7 @@ class VDNLearner:
             torch.manual_seed(seed)
             self.q = QNetwork(obs_dim, tuple(config.hidden)).to(self.device)
         self.target = copy.deepcopy(self.q)
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
+        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.learning_rate)
         self.gradient_steps = 0
         self.rng = np.random.default_rng(seed)
 

@@ -4,7 +4,7 @@ import torch
 
 import fedenv
 from agents.trainer import train_vdn
-from agents.vdn import VDNConfig
+from agents.config import VDNConfig
 from fedenv.config import EnvConfig
 from fedenv.vector import VectorClientSelectionEnv
 
@@ -68,7 +68,7 @@ def test_training_with_several_envs_plays_the_same_episodes_as_one_env():
     tiny = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
                      partition="iid", val_fraction=0.9)
     # no learning and no exploration: actions depend on the observations only
-    config = VDNConfig(learning_starts=10_000, epsilon_start=0.0, epsilon_end=0.0, n_step=1)
+    config = VDNConfig(learning_starts=10_000, exploration_initial_eps=0.0, exploration_final_eps=0.0, n_step=1)
     one, sequential = train_vdn(tiny, config, episodes=5, progress=False, num_envs=1)
     three, side_by_side = train_vdn(tiny, config, episodes=5, progress=False, num_envs=3)
     assert three.episode == 5 and three.steps == one.steps == 15 and len(three.buffer) == 15

@@ -1,0 +1,141 @@
+"""VDN hyperparameters: :class:`VDNConfig`, one field per ``--vdn-*`` flag of ``train_agents.py``.
+
+Fields take Stable-Baselines3 DQN's names where the meaning is the same (``learning_rate``, ``buffer_size``,
+``learning_starts``, ``batch_size``, ``gamma``, ``train_freq``, ``gradient_steps``, ``target_update_interval``,
+``exploration_*``, ``max_grad_norm``; Raffin et al., JMLR 22(268) 2021, ``stable_baselines3.dqn.DQN``).
+Configurations written before that rename (checkpoints, ``config.json``) still load: :data:`RENAMED`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RENAMED = {
+    "lr": "learning_rate",
+    "train_interval": "train_freq",
+    "epsilon_start": "exploration_initial_eps",
+    "epsilon_end": "exploration_final_eps",
+    "epsilon_fraction": "exploration_fraction",
+}
+"""Field names used before the Stable-Baselines3 rename -> their names now (read by :meth:`VDNConfig.from_dict`)."""
+
+
+@dataclass
+class VDNConfig:
+    """VDN hyperparameters; each field's ``metadata["help"]`` gives its unit and where its default comes from.
+
+    Values are converted to plain Python types on construction (numpy scalars and 0-d arrays, as parameter
+    sweeps produce, become ``int``/``float``/``bool``; ``hidden`` becomes a tuple), so a configuration
+    always pickles into a checkpoint that ``torch.load(weights_only=True)`` reads back.
+
+    Raises:
+        ValueError: a value of the wrong type (names the field and the type expected). Ranges are checked
+            by :meth:`validate`.
+    """
+
+    hidden: tuple[int, ...] = field(default=(64, 64), metadata={"help": (
+        "hidden layer widths of the shared Q-network (our default). Not SB3's name: SB3 sets widths "
+        "through policy_kwargs=dict(net_arch=[...]), not a field of DQN")})
+    learning_rate: float = field(default=5e-4, metadata={"help": (
+        "Adam learning rate (PyMARL's default for VDN, Samvelyan et al. 2019, there with RMSprop)")})
+    gamma: float = field(default=1.0, metadata={"help": (
+        "discount per FL round, in [0, 1] (our default: 1, undiscounted, as an episode is a fixed budget "
+        "of rounds and the team return is the plain sum of rewards)")})
+    n_step: int = field(default=3, metadata={"help": (
+        "rewards summed per TD target, n of n-step returns (our default). Not SB3's n_steps, which is the "
+        "rollout length of PPO/A2C")})
+    batch_size: int = field(default=64, metadata={"help": "transitions per gradient step (our default)"})
+    buffer_size: int = field(default=50_000, metadata={"help": "replay capacity in transitions (our default)"})
+    learning_starts: int = field(default=200, metadata={"help": (
+        "environment steps (FL rounds, all federations together) before the first gradient step (our default)")})
+    train_freq: int = field(default=1, metadata={"help": (
+        "environment steps between training phases (our default; SB3's train_freq in steps)")})
+    gradient_steps: int = field(default=4, metadata={"help": "gradient steps per training phase (our default)"})
+    target_update_interval: int = field(default=200, metadata={"help": (
+        "gradient steps between hard target-network updates (our default; SB3 counts environment steps)")})
+    exploration_initial_eps: float = field(default=1.0, metadata={"help": (
+        "epsilon at the start of the run, in [0, 1] (SB3's default)")})
+    exploration_final_eps: float = field(default=0.05, metadata={"help": (
+        "epsilon after the annealing, in [0, 1] (SB3's default)")})
+    exploration_fraction: float = field(default=0.5, metadata={"help": (
+        "fraction of the run over which epsilon anneals linearly, in [0, 1] (our default). Progress is "
+        "counted by episode: round r of episode e is step e * num_rounds + r of episodes * num_rounds, so "
+        "episodes that end early (target_accuracy) still advance the schedule by a whole episode")})
+    max_grad_norm: float = field(default=10.0, metadata={"help": (
+        "gradient-norm clip, > 0 (SB3's and PyMARL's default)")})
+    double_q: bool = field(default=True, metadata={"help": (
+        "double-Q target: the online network's argmax, valued by the target network (van Hasselt et al., "
+        "AAAI 2016; our default). Not in SB3's DQN")})
+    reward_scale: float = field(default=10.0, metadata={"help": (
+        "multiplies rewards inside the learner, > 0; Q values are in scaled units (our default). Not in SB3")})
+
+    def __post_init__(self):
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, _plain(f.name, getattr(self, f.name), hints[f.name]))
+
+    def validate(self) -> VDNConfig:
+        """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
+        for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
+                     "target_update_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be an integer >= 1")
+        if not self.hidden or any(h < 1 for h in self.hidden):
+            raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
+        if self.learning_starts < 0:
+            raise ValueError(f"vdn learning_starts={self.learning_starts!r} must be an integer >= 0")
+        for name in ("gamma", "exploration_initial_eps", "exploration_final_eps", "exploration_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
+        for name in ("learning_rate", "max_grad_norm", "reward_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")
+        return self
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values (``hidden`` as a list)."""
+        out = dataclasses.asdict(self)
+        out["hidden"] = list(self.hidden)
+        return out
+
+    @classmethod
+    def from_dict(cls, values: dict) -> VDNConfig:
+        """Inverse of :meth:`to_dict`; names from before the rename (:data:`RENAMED`) are read as the new names.
+
+        Raises:
+            ValueError: an unknown field (names it and lists the allowed ones), a field given under both its
+                old and new name, or a value of the wrong type.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        renamed = {}
+        for key, value in values.items():
+            name = RENAMED.get(key, key)
+            if name in renamed:
+                raise ValueError(f"VDN field {name!r} is given twice (also as its old name {key!r})")
+            renamed[name] = value
+        unknown = sorted(set(renamed) - known)
+        if unknown:
+            raise ValueError(f"unknown VDNConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
+        return cls(**renamed)
+
+
+def _plain(name: str, value, hint):
+    """``value`` as the plain Python type of ``hint`` (``int``, ``float``, ``bool`` or ``tuple[int, ...]``)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, (tuple, list, np.ndarray)):
+            raise ValueError(f"vdn {name}={value!r} must be a sequence of integers")
+        return tuple(_plain(name, v, int) for v in value)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if hint is bool and is_bool:
+        return bool(value)
+    if hint is int and isinstance(value, (int, np.integer)) and not is_bool:
+        return int(value)
+    if hint is float and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
+        return float(value)
+    raise ValueError(f"vdn {name}={value!r} must be of type {hint.__name__}, not {type(value).__name__}")

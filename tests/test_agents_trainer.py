@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+import torch
+
+from agents.config import VDNConfig
+from agents.trainer import train_vdn, training_seed
+from agents.vdn import VDNLearner
+from fedenv.config import EnvConfig
+from fedenv.env import ClientSelectionEnv
+from fedenv.policies import FedAvgPolicy
+from fedenv.rollout import run_episode
+
+TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=5, local_epochs=1, batch_size=64,
+                 partition="iid", val_fraction=0.9)
+# no learning and no exploration: the actions depend on the observations only
+NO_LEARNING = {"learning_starts": 10**6, "exploration_initial_eps": 0.0, "exploration_final_eps": 0.0}
+
+
+def replay_rows(trainer) -> np.ndarray:
+    """Every stored transition as one row (observations, masks, actions, n-step reward, discount, done),
+    rows sorted: the buffer's contents as a multiset."""
+    b, n = trainer.buffer, len(trainer.buffer)
+    columns = [b.obs[:n].reshape(n, -1), b.mask[:n].reshape(n, -1), b.actions[:n], b.reward[:n, None],
+               b.discount[:n, None], b.next_obs[:n].reshape(n, -1), b.next_mask[:n].reshape(n, -1),
+               b.terminated[:n, None]]
+    rows = np.concatenate([c.astype(np.float64) for c in columns], axis=1)
+    return rows[np.lexsort(np.round(rows, 4).T[::-1])]
+
+
+def test_several_federations_store_the_same_n_step_transitions_as_one(monkeypatch):
+    env = EnvConfig(**{**TINY.to_dict(), "num_rounds": 4})
+    config = VDNConfig(n_step=3, **NO_LEARNING)
+    seeds, original = [], ClientSelectionEnv.reset_process
+
+    def recording_reset(self, seed=None):
+        seeds.append(seed)
+        return original(self, seed)
+
+    monkeypatch.setattr(ClientSelectionEnv, "reset_process", recording_reset)
+    contents = {}
+    for num_envs in (1, 2, 3):
+        seeds.clear()
+        trainer, summaries = train_vdn(env, config, episodes=4, progress=False, num_envs=num_envs)
+        assert sorted(seeds) == [training_seed(0, e) for e in range(4)], num_envs
+        assert len(summaries) == 4 and trainer.steps == 16
+        contents[num_envs] = replay_rows(trainer)
+    assert len(contents[1]) == 16  # 4 rounds per episode, every window flushed at the end
+    for num_envs in (2, 3):
+        np.testing.assert_allclose(contents[num_envs], contents[1], rtol=0, atol=1e-6, err_msg=str(num_envs))
+
+
+def test_epsilon_reaches_its_final_value_when_every_episode_ends_early():
+    # any model beats accuracy 0.001 after one round: every episode terminates after 1 of its 5 rounds
+    env = EnvConfig(**{**TINY.to_dict(), "target_accuracy": 0.001})
+    config = VDNConfig(learning_starts=10**6, exploration_initial_eps=1.0, exploration_final_eps=0.05,
+                       exploration_fraction=0.5)
+    trainer, summaries = train_vdn(env, config, episodes=4, progress=False)
+    assert trainer.steps == 4
+    # episode e plays schedule step 5 e of 20; the schedule ends at step 0.5 * 20 = 10
+    assert [s.epsilon for s in summaries] == pytest.approx([1.0, 1.0 - 0.95 * 5 / 10, 0.05, 0.05])
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_full_length_episodes_anneal_epsilon_over_the_rounds_played(num_envs):
+    config = VDNConfig(learning_starts=10**6, exploration_initial_eps=1.0, exploration_final_eps=0.05,
+                       exploration_fraction=1.0)
+    _, summaries = train_vdn(TINY, config, episodes=2, progress=False, num_envs=num_envs)
+    # the last round (4) of episode e is step 5 e + 4 of 10 rounds in all
+    assert [s.epsilon for s in summaries] == pytest.approx([1.0 - 0.95 * 4 / 10, 1.0 - 0.95 * 9 / 10])
+
+
+def test_c9_target_network_updates_every_7_gradient_steps(monkeypatch):
+    changes, snapshots = [], []
+    original = VDNLearner.update
+
+    def recording_update(self, batch):
+        before = [p.clone() for p in self.target.parameters()]
+        loss = original(self, batch)
+        changes.append(any(not torch.equal(a, b) for a, b in zip(before, self.target.parameters())))
+        snapshots.append(self.gradient_steps)
+        return loss
+
+    monkeypatch.setattr(VDNLearner, "update", recording_update)
+    config = VDNConfig(target_update_interval=7, train_freq=2, gradient_steps=1, learning_starts=2, batch_size=4,
+                       n_step=1)
+    train_vdn(TINY, config, episodes=6, progress=False)
+    assert len(changes) == 15  # 30 env steps, training every 2
+    assert [step for step, changed in zip(snapshots, changes) if changed] == [7, 14]
+
+
+@pytest.mark.slow
+def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
+    fast = {"train_ms_per_sample": 0.1, "upload_kbps": [100_000.0], "download_kbps": [100_000.0]}
+    slow = {"train_ms_per_sample": 10.0, "upload_kbps": [1_000.0], "download_kbps": [1_000.0]}
+    clients = [dict(fast, client=0, device="fast"), dict(fast, client=1, device="fast"),
+               dict(slow, client=2, device="slow")]
+    trace = write_trace(clients, macs=784 * 200 + 200 * 10)  # reference model = the MLP
+    # the slow client adds ~6.4 s per round (x 0.1 = 0.64 reward); a fast client's accuracy gain is worth more
+    # than its ~0.06 s, so the best policy stops the slow client and keeps the fast ones
+    env_config = EnvConfig(**{**TINY.to_dict(), "trace": trace, "accuracy_weight": 5.0, "latency_weight": 0.1,
+                              "comm_weight": 0.0})
+    vdn = VDNConfig(learning_starts=50, gradient_steps=2, exploration_fraction=0.6, target_update_interval=50)
+    trainer, _ = train_vdn(env_config, vdn, episodes=100, seed=0, progress=False)
+    env = ClientSelectionEnv(env_config)
+    policy = trainer.greedy_policy()
+    slow_selected, fast_selected, rounds = 0, 0, 0
+    for seed in range(1000, 1005):
+        observations, infos = env.reset(seed=seed)
+        slow_agent = env.possible_agents[env.simulator.replay.devices.index("slow")]
+        while env.agents:
+            actions = policy.act(observations, infos)
+            slow_selected += actions.get(slow_agent, 0)
+            fast_selected += sum(v for a, v in actions.items() if a != slow_agent)
+            rounds += 1
+            observations, _, _, _, infos = env.step(actions)
+    assert slow_selected == 0
+    assert fast_selected >= 0.8 * 2 * rounds  # the fast clients keep uploading: not "stop everyone"
+    assert run_episode(env, policy, 1005).team_return > run_episode(env, FedAvgPolicy(), 1005).team_return
