@@ -6,7 +6,7 @@ Double-Q target (van Hasselt et al., AAAI 2016) over n-step returns:
 ``y = R^(m) + gamma^m (1 - terminated) sum_{n in next candidates} Q_target(o'_n, argmax_a Q(o'_n, a))``
 
 with masked actions excluded from the argmax; truncation bootstraps, termination does not
-(DESIGN.md section 8). Adam, gradient-norm clipping, hard target updates every
+(docs/design.md, section 10). Adam, gradient-norm clipping, hard target updates every
 ``target_update_interval`` gradient steps, epsilon annealed linearly
 over the run's episodes (:func:`linear_epsilon`).
 FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.

@@ -19,9 +19,9 @@ UTILITIES = ("exp64", "linear")
 TRACE_MODES = ("replay", "static")
 """How latency is replayed from a trace (:class:`fedenv.traces.TraceReplay`)."""
 FEDCA_SCORES = ("acc", "ce")
-"""FedCA's validation scores (:func:`fedenv.aggregators.fedca_scores`)."""
+"""FedCA's validation scores (:func:`fedenv.aggregation.fedca.fedca_scores`)."""
 ENGINES = ("auto", "vmap")
-"""Gradient paths of the batched engine (:func:`fedenv.batched.batched_grad_fn`)."""
+"""Gradient paths of the batched engine (:func:`fedenv.engine.batched_grad_fn`)."""
 
 CHOICES = {
     "dataset": DATASETS, "partition": PARTITIONERS, "model": MODELS, "utility": UTILITIES,

@@ -1,4 +1,4 @@
-"""Per-agent observation vector: layout, scaling and bounds (DESIGN.md section 4).
+"""Per-agent observation vector: layout, scaling and bounds (docs/design.md, section 6).
 
 Features, in order (``h`` = ``history_length``), each scaled to a bounded range and clipped to it:
 

@@ -12,7 +12,7 @@ epochs" in the paper's latency breakdown), on the paper's task:
 
 Every dataset but the embedded one is read from ``--data-root`` (see :mod:`fedenv.data`). The reward
 weights stay the default federation's; recalibrate them for a preset with
-``python -m fedenv.calibrate --preset NAME`` (DESIGN.md section 3). Flags given with ``--preset`` override
+``python -m fedenv.calibrate --preset NAME`` (docs/design.md, section 5). Flags given with ``--preset`` override
 its values.
 """
 

@@ -1,4 +1,4 @@
-"""The team reward of one FL round (DESIGN.md section 3, after FedMarl, arXiv 2201.02932, Eq. 3).
+"""The team reward of one FL round (docs/design.md, section 5; after FedMarl, arXiv 2201.02932, Eq. 3).
 
 ``r_t = w1 * (U(Acc(t)) - U(Acc(t-1))) - w2 * H_t - w3 * B_t``
 

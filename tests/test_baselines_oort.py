@@ -18,7 +18,7 @@ def test_oort_utility_by_hand():
 
 
 def test_oort_sees_the_loss_of_all_probing_samples_not_only_the_last_batch():
-    from fedenv.federation import make_schedule, train_reference
+    from fedenv.engine import make_schedule, train_reference
 
     env = fedenv.parallel_env(num_clients=2, clients_per_round=2, num_rounds=1, batch_size=16)
     _, infos = env.reset(seed=0)

@@ -1,6 +1,6 @@
 """The FL engine: batched local training of a round's candidates, aggregation and evaluation.
 
-Local training of the candidates of a round is one batched computation (DESIGN.md section 5): the
+Local training of the candidates of a round is one batched computation (docs/design.md, section 8): the
 client models are stacked along a leading dimension and one gradient function per SGD step computes
 every client's minibatch gradient (:mod:`fedenv.engine.local_sgd`). The gradient function is chosen
 per model (:mod:`fedenv.engine.grad_fns`): written-out batched matrix products for the MLP, one grouped

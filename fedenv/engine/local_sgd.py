@@ -3,7 +3,7 @@
 The client models are stacked along a leading dimension ``K``; at each step one call of a
 :class:`~fedenv.engine.grad_fns.base.GradFn` (the MLP, grouped-convolution or vmap path, see
 :mod:`fedenv.engine.grad_fns`) computes every client's minibatch gradient, and the SGD update is applied
-to all clients at once (DESIGN.md section 5). Clients hold different numbers of samples: they are
+to all clients at once (docs/design.md, section 8). Clients hold different numbers of samples: they are
 sorted by their number of steps, so at every step the clients with data left are a prefix and only
 they are computed; nobody is over- or under-trained. The update matches ``torch.optim.SGD``
 (:func:`fedenv.engine.reference.train_reference`, tested to float tolerance).

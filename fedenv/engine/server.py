@@ -91,7 +91,7 @@ class Federation:
         Uploads holding a non-finite value (diverged local training) are left out first; with no usable
         upload the global model is unchanged. The rule's weights are applied as given
         (:func:`~fedenv.aggregation.weights.weighted_sum`); BatchNorm running statistics are averaged
-        with them normalised to sum to 1 (DESIGN.md section 5; ``num_batches_tracked`` rounded to an
+        with them normalised to sum to 1 (docs/design.md, section 8; ``num_batches_tracked`` rounded to an
         integer).
 
         Returns:

@@ -50,7 +50,7 @@ def count_macs(model: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtyp
     (every call: a recurrent layer's per-step gates count once per step).
 
     Used to scale measured on-device training times from a reference model to another model
-    (DESIGN.md section 6). Activations, pooling, embeddings and normalisation are not counted. Found on
+    (docs/design.md, section 4). Activations, pooling, embeddings and normalisation are not counted. Found on
     the ``meta`` device: nothing is computed and the model is left as it was.
 
     Args:
@@ -76,7 +76,7 @@ def count_activations(model: nn.Module, input_shape: tuple[int, ...], dtype: tor
     and the model is left as it was.
 
     Used to size the chunks of clients the batched engine trains at once on a CPU
-    (:func:`fedenv.batched.cpu_chunked`).
+    (:func:`fedenv.engine.grad_fns.cpu_chunks.cpu_chunked`).
 
     Args:
         dtype: dtype of the probe input (integer for character ids; a floating dtype also stands for

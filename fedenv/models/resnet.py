@@ -1,7 +1,7 @@
 """``resnet18``: torchvision's ResNet-18 (He et al., CVPR 2016) adapted to small grey or colour images as
 is usual for 28x28 / 32x32 input: a 3x3 stride-1 first convolution and no initial max-pool. Has
-BatchNorm: the engine keeps running statistics per client and aggregation averages them (DESIGN.md
-section 5)."""
+BatchNorm: the engine keeps running statistics per client and aggregation averages them (docs/design.md,
+section 8)."""
 
 from __future__ import annotations
 

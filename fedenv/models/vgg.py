@@ -1,7 +1,7 @@
 """``vgg6``: a six-layer VGG-style network (Simonyan and Zisserman, ICLR 2015) for CIFAR-10, FedMarl's
 "VGG6" (arXiv 2201.02932, Table 2; its widths are not given there, these are our choice): 3x3
 convolutions 32-M-64-M-128-M-256-M, then 1024-256-10 fully connected, ReLU throughout, no BatchNorm (so
-every client trains through the grouped-convolution path of :mod:`fedenv.batched`)."""
+every client trains through the grouped-convolution path of :mod:`fedenv.engine.grad_fns.grouped_conv`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The latency model: a loaded trace replayed round by round for one episode.
 
-Latency model (DESIGN.md section 6; FedScale's client model, Lai et al. ICML 2022, computes the same
+Latency model (docs/design.md, section 4; FedScale's client model, Lai et al. ICML 2022, computes the same
 terms): ``compute_s = train_ms_per_sample * compute_factor[t] * (model_macs / reference_macs) * samples /
 1000``, ``upload_s = model_bits / (upload_kbps * 1000)``, ``download_s = model_bits / (download_kbps *
 1000)`` with ``model_bits = parameters * 32``.

@@ -5,7 +5,7 @@ other and against the per-client reference loop:
 
 - :func:`vmap_grad_fn` (:mod:`.vmap`), the general path: ``torch.func.vmap(grad(loss))`` over any module;
 - :func:`mlp_grad_fn` (:mod:`.mlp`), for :class:`~fedenv.models.MLP`: forward and backward written out
-  with batched matrix products, no autograd (DESIGN.md section 10: 2.5x faster than vmap on CPU);
+  with batched matrix products, no autograd (docs/design.md, section 13: 2.5x faster than vmap on CPU);
 - :func:`stacked_grad_fn` (:mod:`.grouped_conv`), for sequential stacks of Conv2d / ReLU / MaxPool2d /
   Flatten / Linear (LeNet-5): the clients' convolutions become one grouped convolution (``groups = K``)
   and their linear layers one batched matrix product, differentiated by ordinary autograd.

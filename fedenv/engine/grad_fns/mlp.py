@@ -1,5 +1,5 @@
 """Fast gradient path for :class:`~fedenv.models.MLP`: forward and backward written out with batched
-matrix products, no autograd (DESIGN.md section 10: 2.5x faster than vmap on CPU)."""
+matrix products, no autograd (docs/design.md, section 13: 2.5x faster than vmap on CPU)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def mlp_grad_fn(model: MLP) -> GradFn:
     """Fast path for :class:`~fedenv.models.MLP`: forward and backward written out with batched matrix
     products (``torch.baddbmm``/``bmm``), no autograd. Same contract and results as
     :func:`~fedenv.engine.grad_fns.vmap.vmap_grad_fn` (tested against it); about 2x faster on CPU
-    (DESIGN.md section 10)."""
+    (docs/design.md, section 13)."""
     names = [name for name, m in model.net.named_children() if isinstance(m, nn.Linear)]
     keys = [(f"net.{n}.weight", f"net.{n}.bias") for n in names]
 
