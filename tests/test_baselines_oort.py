@@ -1,5 +1,7 @@
-"""Oort (Lai et al., OSDI 2021): the utility worked by hand and the loss it reads from the environment."""
+"""Oort (Lai et al., OSDI 2021) as FedScale implements it: the selector's parts worked by hand, seeded
+selection, exploration by data size, the pacer and epsilon schedules, and no starvation in an episode."""
 
+import collections
 import math
 
 import numpy as np
@@ -7,14 +9,191 @@ import pytest
 import torch
 
 import fedenv
-from fedenv.baselines import oort_utility
+from fedenv.baselines import Oort, oort_utility
+from fedenv.baselines.oort import OortOptions, OortSelector
+from fedenv.baselines.oort.selector import pacer, preferred_duration, sampling_probabilities, system_penalty
+from fedenv.evaluation import run_episode
 
 
-def test_oort_utility_by_hand():
-    # 100 samples, mean squared loss 0.25 -> 100 * 0.5; staleness sqrt(0.1 ln 5 / 2); slower than preferred
-    expected = (100 * 0.5 + math.sqrt(0.1 * math.log(5) / 2)) * (10 / 20) ** 2
-    assert oort_utility(100, 0.25, duration_s=20.0, preferred_s=10.0, round_index=5, last_selected=2) == pytest.approx(expected)
-    assert oort_utility(100, 0.25, 5.0, 10.0, 1, 1) == pytest.approx(50.0)
+def play(policy, sizes, durations_s, loss_sq, rounds, seed):
+    """Run ``policy`` on hand-made infos (every client a candidate each round); the sorted picks per round."""
+    agents = [f"client_{i}" for i in range(len(sizes))]
+    infos = {a: {"data_size": n, "probe_loss_sq": q, "probe_latency_s": d / 2, "upload_latency_s": d / 2,
+                 "selected": False} for a, n, d, q in zip(agents, sizes, durations_s, loss_sq)}
+    observations = {a: {"action_mask": np.array([1, 1], dtype=np.int8)} for a in agents}
+    policy.reset(seed)
+    picks = []
+    for _ in range(rounds):
+        actions = policy.act(observations, infos)
+        picks.append(sorted(actions))
+        infos = {a: {**infos[a], "selected": a in actions} for a in agents}
+        policy.observe(infos)
+    return picks
+
+
+def selector_with(sizes, durations_s, rng_seed=0, **options):
+    selector = OortSelector(np.random.default_rng(rng_seed), OortOptions(**options))
+    for client, (size, duration) in enumerate(zip(sizes, durations_s)):
+        assert selector.register(client, size, duration)
+    return selector
+
+
+def test_oort_utility_is_the_papers_form_over_all_samples():
+    # |B| sqrt(mean loss^2): 100 samples of mean squared loss 0.25 -> 100 * 0.5
+    assert oort_utility(100, 0.25) == pytest.approx(50.0)
+    assert math.isnan(oort_utility(100, float("nan")))
+    with pytest.raises(ValueError, match="mean_sq_loss=-1"):
+        oort_utility(100, -1)
+
+
+def test_selection_is_identical_under_one_seed_and_differs_across_seeds():
+    sizes, durations, losses = [40 * (i + 1) for i in range(20)], [1.0 + i % 5 for i in range(20)], [1.0] * 20
+
+    def run(seed):
+        return play(Oort(select_fraction=0.25), sizes, durations, losses, rounds=10, seed=seed)
+
+    first = run(0)
+    assert run(0) == first
+    assert run(1) != first and run(2) != first
+    assert all(len(p) == 5 for p in first)  # m = round(0.25 * 20) in every round, also once all are explored
+
+
+def test_unexplored_clients_are_explored_in_order_of_capped_data_size():
+    sizes = [50, 900, 100, 450, 200, 700, 300, 400, 350, 250]  # FedScale's priority: min(size, 20 * 30 = 600)
+    selector = selector_with(sizes, [1.0] * 10, sample_window=1.0, fill_exploitation=True, guard_small_pools=True)
+    first = selector.select(1, range(10), 4)  # FedScale's first selection: uniform at random
+    for client in first:
+        selector.update(client, 10.0, 1.0, round=1)
+    second = selector.select(2, range(10), 4)
+    # epsilon 0.9 * 0.98 -> int(4 * 0.882) = 3 exploration slots, window 1.0 * 3: the 3 largest unexplored
+    unexplored = sorted(set(range(10)) - set(first), key=lambda c: -min(sizes[c], 600))
+    assert sorted(selector.explore_clients) == sorted(unexplored[:3])
+    assert len(selector.exploit_clients) == 1 and set(selector.exploit_clients) <= set(first)
+    assert len(set(second)) == 4
+
+
+def test_exploration_window_leaves_out_the_smallest_unexplored_clients():
+    sizes = list(range(40, 440, 10))  # 40 clients, all under the 600 cap
+    selector = selector_with(sizes, [1.0] * 40, fill_exploitation=True, guard_small_pools=True)
+    first = selector.select(1, range(40), 2)
+    for client in first:
+        selector.update(client, 10.0, 1.0, round=1)
+    selector.select(2, range(40), 2)
+    # int(2 * 0.882) = 1 exploration slot, drawn from the 5 * 1 largest unexplored
+    window = sorted(set(range(40)) - set(first), key=lambda c: -sizes[c])[:5]
+    assert set(selector.explore_clients) <= set(window)
+
+
+@pytest.mark.parametrize("weights, expected", [
+    ([1.0, 3.0], [0.25, 0.75]),
+    ([0.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]),
+    ([float("nan"), 1.0, 3.0], [0.0, 0.25, 0.75]),
+    ([float("nan"), float("nan")], [0.5, 0.5]),
+    ([float("inf"), 1.0, float("inf")], [0.5, 0.0, 0.5]),
+])
+def test_exploitation_probabilities_sum_to_one_for_degenerate_utilities(weights, expected):
+    p = sampling_probabilities(weights)
+    np.testing.assert_allclose(p, expected)
+    assert p.sum() == pytest.approx(1.0) and not np.isnan(p).any()
+
+
+def test_sampling_probabilities_refuse_negative_weights():
+    with pytest.raises(ValueError, match="non-negative"):
+        sampling_probabilities([1.0, -1.0])
+
+
+@pytest.mark.parametrize("utility", [0.0, float("nan"), float("inf")])
+def test_selection_with_degenerate_utilities_still_picks_k_distinct_clients(utility):
+    selector = selector_with([100] * 8, [1.0] * 8, fill_exploitation=True, guard_small_pools=True,
+                             reset_stale_explore=True)
+    for client in range(8):
+        selector.update(client, utility, 1.0, round=1)
+    selector.select(2, range(8), 3)  # the first, uniform selection
+    picked = selector.select(3, range(8), 3)
+    assert len(set(picked)) == 3 and set(picked) <= set(range(8))
+
+
+def test_system_penalty_worked_by_hand():
+    assert system_penalty(20.0, 10.0, 2.0) == pytest.approx(0.25)  # (10 / 20) ** 2
+    assert system_penalty(5.0, 10.0, 2.0) == 1.0  # faster than T: no penalty
+    # T: index int(10 * 30 / 100) = 3 of the sorted durations 1..10
+    assert preferred_duration([5, 1, 4, 2, 3, 6, 7, 8, 9, 10], 30.0) == 4
+    assert preferred_duration([5, 1], 100.0) == math.inf
+
+
+def test_penalty_demotes_a_slow_unexplored_client_below_a_smaller_fast_one():
+    # durations 10, 1, 1 ... 1, 10: T (30th percentile) = 1; client 0 (500 samples) is 10x slower:
+    # 500 * (1 / 10) ** 2 = 5 < 400 of client 2; the window of 1 then holds client 2 only
+    sizes, durations = [500, 100, 400, 100, 100, 100], [10.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    selector = selector_with(sizes, durations, sample_window=1.0, fill_exploitation=True, guard_small_pools=True)
+    selector.select(1, [1, 3], 1)  # the first, uniform selection, among two small fast clients
+    selector.update(1, 10.0, 1.0, round=1)
+    selector.select(2, range(6), 2)
+    assert selector.preferred_duration_s == 1.0
+    assert selector.explore_clients == [2]
+
+
+def test_epsilon_decays_each_selection_to_its_floor():
+    selector = selector_with([100] * 10, [1.0] * 10, fill_exploitation=True, guard_small_pools=True,
+                             reset_stale_explore=True)
+    selector.select(1, range(10), 2)  # the uniform first selection does not decay epsilon
+    assert selector.exploration == 0.9
+    values = []
+    for round_index in range(2, 60):
+        for client in selector.select(round_index, range(10), 2):
+            selector.update(client, 10.0, 1.0, round=round_index)
+        values.append(selector.exploration)
+    assert values[0] == pytest.approx(0.882) and values[1] == pytest.approx(0.86436)  # 0.9 * 0.98, * 0.98
+    assert values[53] == pytest.approx(0.30231, abs=1e-5)  # 0.9 * 0.98 ** 54 is still above the floor
+    assert values[54:] == [0.3] * 4  # 0.9 * 0.98 ** 55 = 0.2962 < 0.3
+
+
+def test_pacer_by_hand():
+    assert pacer([1.0] * 4, 4, 30.0, 2, 5.0) == 35.0  # plateau: |2 - 2| <= 0.2 -> relax T
+    assert pacer([0.1, 0.1, 1.0, 1.0], 4, 30.0, 2, 5.0) == 25.0  # |2 - 0.2| >= 5 * 0.2 -> tighten
+    assert pacer([1.0, 1.0, 1.5, 1.5], 4, 30.0, 2, 5.0) == 30.0  # neither
+    assert pacer([1.0] * 3, 3, 30.0, 2, 5.0) == 30.0  # not a multiple of the window
+    assert pacer([1.0] * 2, 2, 30.0, 2, 5.0) == 30.0  # before 2 windows
+    assert pacer([1.0] * 4, 4, 100.0, 2, 5.0) == 100.0 and pacer([0.1, 0.1, 1, 1], 4, 5.0, 2, 5.0) == 5.0
+
+
+def test_pacer_relaxes_the_preferred_duration_when_utility_stalls():
+    durations = [float(d) for d in range(1, 21)]
+    selector = selector_with([100] * 20, durations, pacer_step=2, fill_exploitation=True, guard_small_pools=True)
+    for client in selector.select(1, range(20), 2):
+        selector.update(client, 10.0, durations[client], round=1)
+    thresholds, preferred = [], []
+    for round_index in range(1, 8):
+        for client in selector.select(round_index + 1, range(20), 2):
+            selector.update(client, 10.0, durations[client], round=round_index + 1)
+        thresholds.append(selector.round_threshold)
+        preferred.append(selector.preferred_duration_s)
+    # exploitation utility per Oort selection (of the previous one's exploited clients): 0 (none before
+    # the first), then 10, 10, ...; at selection 4 the windows [0, 10] and [10, 10] differ by 10, neither
+    # <= 0.1 * 10 nor >= 5 * 10; at selection 6, [10, 10] and [10, 10]: a plateau, T relaxes by 5 points
+    assert thresholds == [30.0] * 5 + [35.0] * 2
+    assert preferred == [7.0] * 5 + [8.0] * 2  # durations 1..20 at index int(20 * 0.30) = 6, int(20 * 0.35) = 7
+
+
+def test_no_client_is_starved_in_an_episode():
+    policy = Oort(select_fraction=0.5)
+    env = fedenv.parallel_env(num_clients=6, clients_per_round=6, num_rounds=8, device="cpu", **policy.env_overrides)
+    picks, act = [], policy.act
+
+    def recording_act(observations, infos):
+        actions = act(observations, infos)
+        picks.append(set(actions))
+        return actions
+
+    policy.act = recording_act
+    run_episode(env, policy, seed=0)
+    counts = collections.Counter(agent for round_picks in picks for agent in round_picks)
+    assert all(len(p) == 3 for p in picks)
+    assert len(set().union(*picks[2:])) > 3  # exploitation is not one fixed top-3
+    selector = policy.selector
+    unpenalised = [a for a in counts if system_penalty(selector.arms[a].duration_s, selector.preferred_duration_s,
+                                                       2.0) >= 0.25]
+    assert unpenalised and all(counts[a] >= 2 for a in unpenalised)
 
 
 def test_oort_sees_the_loss_of_all_probing_samples_not_only_the_last_batch():
