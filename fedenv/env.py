@@ -24,7 +24,8 @@ from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import team_reward
-from fedenv.simulator import FederationSimulator, RoundOutcome, run_alone
+from fedenv.round_records import RoundOutcome
+from fedenv.simulator import FederationSimulator, run_alone
 
 INFO_KEYS = (
     "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "kept",
