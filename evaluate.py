@@ -6,6 +6,12 @@
 Seeds are 1000 .. 1000 + episodes - 1 unless ``--seeds`` is given; every policy runs the same seeds.
 With ``--checkpoint`` the environment is rebuilt from the checkpoint's config (flags override it) and
 policy ``vdn`` is available.
+
+Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
+results.csv): the learned policies with probing (every candidate trains a probing epoch before the
+decision), the pre-selection baselines without (only the selected clients train), so that each is
+charged for what it makes clients do. ``--probing`` or ``--no-probing`` runs every policy in that mode;
+a checkpoint's probing setting is not used.
 """
 
 from __future__ import annotations
@@ -99,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
             policy.check_layout(feature_names(env_config.history_length))
         except ValueError as error:
             parser.error(str(error))
-    policies = [policy if name == "vdn" else make_policy(name, **options_for(name, select_fraction=args.select_fraction))
-                for name in names] + extra
+    options = {name: options_for(name, select_fraction=args.select_fraction) for name in names if name != "vdn"}
+    policies = [policy if name == "vdn" else make_policy(name, **options[name]) for name in names] + extra
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress)
+        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=args.probing)
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

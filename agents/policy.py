@@ -20,6 +20,7 @@ class GreedyPolicy(Policy):
     """
 
     name = "vdn"
+    probes = True
 
     def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig):
         self.q = q.eval()

@@ -109,6 +109,12 @@ class EnvConfig:
     local_epochs: int = _field(2, LOCAL_TRAINING, (
         "local epochs E per round, >= 1; the first is the probing epoch every candidate trains, the "
         "other E - 1 only the selected clients (our default 2; FedMarl's tasks 5)"))
+    probing: bool = _field(True, LOCAL_TRAINING, (
+        "every candidate downloads the model and trains one probing epoch before the policy decides "
+        "(FedMarl's protocol, arXiv 2201.02932; our default); --no-probing: pre-selection as FedAvg and "
+        "Oort select, the policy decides on what each candidate reported when it last took part and only "
+        "the selected clients download, train all local epochs and upload. evaluate.py runs each policy in "
+        "its own mode (Policy.probes) unless this flag is given"))
     batch_size: int = _field(32, LOCAL_TRAINING, (
         "local minibatch size B in samples, >= 1 (FedAdp's B = 32)"))
     lr: float = _field(0.05, LOCAL_TRAINING, (

@@ -2,11 +2,13 @@
 
 One agent per client. Every round the server draws candidates, each candidate trains one probing epoch
 from the global model, and each agent chooses 0 (stop after probing) or 1 (finish the remaining local
-epochs and upload). The server aggregates the uploads, evaluates the global model on the test split,
-and every agent receives the same team reward (:mod:`fedenv.reward`). After ``num_rounds`` rounds the
-episode ends by truncation (a time limit); reaching the optional ``target_accuracy`` ends it by
-termination. After the last round no next round exists, so the final observations mark no client as
-a candidate.
+epochs and upload). With ``probing=False`` (pre-selection baselines) nobody trains before the decision:
+the agents see what each candidate reported when it last took part (zeros before), and the selected
+clients download, train all local epochs and upload (:mod:`fedenv.simulator`). The server aggregates
+the uploads, evaluates the global model on the test split, and every agent receives the same team
+reward (:mod:`fedenv.reward`). After ``num_rounds`` rounds the episode ends by truncation (a time
+limit); reaching the optional ``target_accuracy`` ends it by termination. After the last round no next
+round exists, so the final observations mark no client as a candidate.
 
 FedMarl: Zhang, Lin and Zhang, "A multi-agent reinforcement learning approach for efficient client
 selection in federated learning", AAAI 2022 (arXiv 2201.02932).
@@ -24,7 +26,8 @@ from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import team_reward
-from fedenv.simulator import FederationSimulator, RoundOutcome, run_alone
+from fedenv.round_records import RoundOutcome
+from fedenv.simulator import FederationSimulator, run_alone
 
 INFO_KEYS = (
     "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "kept",
@@ -54,7 +57,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
     ``kept`` and ``aggregation_weight`` (the upload was aggregated, with this weight: FedCA reports its
     ``S_opt`` here), ``idle`` (nobody was online: the round only advanced the clock to the next time a
     client comes online), ``probe_loss`` and ``probe_loss_sq`` (mean and mean square of the per-sample
-    training losses of the client's latest probing epoch, nats), ``probe_latency_s`` and
+    training losses of the client's latest probing epoch, nats; without probing, of the first local
+    epoch of its latest completed round), ``probe_latency_s`` and
     ``upload_latency_s`` (latest observed), ``data_size`` (samples) and ``wall_clock_s`` (simulated time
     so far).
 

@@ -1,8 +1,11 @@
 """How long an FL round takes: the round-latency and deadline rules (docs/design.md, "Latency model").
 
-A round has two phases. Every candidate downloads the global model and trains the probing epoch; the
-server waits for the slowest of them before the agents decide. Each selected client then trains its
-remaining epochs and uploads; the server waits for the slowest of those. With a round deadline
+With probing (``EnvConfig.probing``, the default) a round has two phases. Every candidate downloads the
+global model and trains the probing epoch; the server waits for the slowest of them before the agents
+decide. Each selected client then trains its remaining epochs and uploads; the server waits for the
+slowest of those. Without probing (pre-selection, as FedAvg and Oort select) the policy decides first and
+only the selected clients download, train every local epoch and upload (:func:`full_round_s`); the
+rules below then take an empty ``probe_s``. With a round deadline
 (FedScale's straggler handling, Lai et al., OSDI 2022) a selected client that would finish after the
 deadline is dropped, and the server waits no longer than the deadline. The per-client times come from
 the trace replay (:class:`fedenv.traces.TraceReplay`); these functions only combine them.
@@ -22,7 +25,8 @@ def round_latency_s(probe_s: np.ndarray, finish_s: np.ndarray) -> float:
         finish_s: ``(S,)`` remaining-epochs plus upload latency of every selected client, s (may be empty).
 
     Returns:
-        Seconds; the second term is 0 when nobody is selected, the first when nobody is a candidate.
+        Seconds; the second term is 0 when nobody is selected, the first when nobody probed (no
+        candidate, or a round without probing: then ``finish_s`` holds whole rounds, :func:`full_round_s`).
     """
     probe = float(np.max(probe_s)) if len(probe_s) else 0.0
     finish = float(np.max(finish_s)) if len(finish_s) else 0.0
@@ -33,11 +37,13 @@ def on_time(probe_s: np.ndarray, finish_s: np.ndarray, deadline_s: float | None)
     """Which selected clients finish by the round deadline.
 
     A selected client finishes at (slowest probing candidate) + (its own remaining epochs and upload):
-    the decision waits for every probe, so its own probe time does not count separately.
+    the decision waits for every probe, so its own probe time does not count separately. In a round
+    without probing ``probe_s`` is empty and a client finishes at its own whole round (:func:`full_round_s`).
 
     Args:
-        probe_s: ``(C,)`` probing latencies of the round's candidates, s (C >= 1 when finish_s is not empty).
-        finish_s: ``(S,)`` remaining-epochs plus upload latency of each selected client, s.
+        probe_s: ``(C,)`` probing latencies of the round's candidates, s (empty: no probing phase).
+        finish_s: ``(S,)`` remaining-epochs plus upload latency of each selected client, s (with an
+            empty ``probe_s``: its whole round).
         deadline_s: the round deadline, s, or None (no deadline: everyone is on time).
 
     Returns:
@@ -46,7 +52,25 @@ def on_time(probe_s: np.ndarray, finish_s: np.ndarray, deadline_s: float | None)
     finish_s = np.asarray(finish_s, dtype=np.float64)
     if deadline_s is None or len(finish_s) == 0:
         return np.ones(len(finish_s), dtype=bool)
-    return float(np.max(probe_s)) + finish_s <= deadline_s
+    start_s = float(np.max(probe_s)) if len(probe_s) else 0.0
+    return start_s + finish_s <= deadline_s
+
+
+def full_round_s(download_s: np.ndarray, epoch_s: np.ndarray, local_epochs: int, upload_s: np.ndarray) -> np.ndarray:
+    """Each selected client's whole round when nobody probes before the decision:
+    ``H^d + E * H^epoch + H^u`` (download, ``E`` local epochs, upload; FedScale's client round,
+    Lai et al., OSDI 2022, where selection precedes training).
+
+    Args:
+        download_s, epoch_s, upload_s: ``(S,)`` download, one-epoch training and upload time of each
+            selected client, s.
+        local_epochs: ``E`` >= 1.
+
+    Returns:
+        ``(S,)`` float64 seconds; the round latency is their maximum (:func:`round_latency_s` with an
+        empty ``probe_s``).
+    """
+    return np.asarray(download_s, dtype=np.float64) + local_epochs * np.asarray(epoch_s) + np.asarray(upload_s)
 
 
 def capped_latency_s(latency_s: float, deadline_s: float | None) -> float:

@@ -3,8 +3,12 @@
 :class:`FederationSimulator` plays the server side of one federation, one round at a time, with no
 notion of agents: every round it draws candidates among the clients the trace marks online, has them
 train the probing epoch, and, once told which candidates finish, trains their remaining epochs, drops
-stragglers past the deadline, aggregates the uploads and evaluates the global model. What each client
-has reported lives in a :class:`ClientStates` record; what a round did is a :class:`RoundOutcome`.
+stragglers past the deadline, aggregates the uploads and evaluates the global model. With
+``EnvConfig.probing=False`` (pre-selection policies) nobody trains before the decision: the policy sees
+what each candidate reported when it last took part, and only the selected clients download, train all
+local epochs and upload; their first epoch's loss and latency become their new report. What each client
+has reported lives in a :class:`~fedenv.round_records.ClientStates` record; what a round did is a
+:class:`~fedenv.round_records.RoundOutcome`.
 :class:`fedenv.env.ClientSelectionEnv` wraps it in the PettingZoo API (spaces, actions, observations,
 rewards, infos), as PettingZoo's ``multiwalker.py`` wraps ``multiwalker_base.py``.
 
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -25,78 +28,23 @@ import torch
 from fedenv.config import EnvConfig
 from fedenv.data import Dataset, load_dataset, split_validation, subsample_test_split
 from fedenv.data.partition.common import check_shards
-from fedenv.engine import EnvProcess, Federation, LocalTrainingConfig, TrainRequest, resolve_device, train_together
-from fedenv.latency import capped_latency_s, on_time, round_latency_s
+from fedenv.engine import (
+    EnvProcess,
+    Federation,
+    LocalTrainingConfig,
+    TrainRequest,
+    TrainResult,
+    resolve_device,
+    train_together,
+)
+from fedenv.latency import capped_latency_s, full_round_s, on_time, round_latency_s
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.registry import AGGREGATION_RULES, PARTITIONERS
+from fedenv.round_records import ClientStates, RoundOutcome, push_history
 from fedenv.traces import TraceReplay, load_trace
 
 BITS_PER_PARAMETER = 32
 """Uploads and downloads carry float32 weights (no compression)."""
-
-
-@dataclass
-class ClientStates:
-    """What the server knows of each of its ``K`` clients (arrays indexed by client id).
-
-    Attributes:
-        data_size: ``(K,)`` training samples.
-        probe_loss, probe_loss_sq: ``(K,)`` mean and mean square of the per-sample training losses of the
-            client's latest probing epoch, nats (0 before its first).
-        probe_latency_hist_s, upload_latency_hist_s: ``(K, h)`` latest probing and upload latencies, s,
-            newest first (0 before any).
-        last_upload_round: ``(K,)`` round of the client's latest aggregated-or-not upload, -1 before any.
-        epoch_samples: ``(K,)`` samples trained per epoch (``data_size`` less a partial batch for
-            BatchNorm models), known once the client has probed.
-        online: ``(K,)`` bool, online when the current round started.
-    """
-
-    data_size: np.ndarray
-    probe_loss: np.ndarray
-    probe_loss_sq: np.ndarray
-    probe_latency_hist_s: np.ndarray
-    upload_latency_hist_s: np.ndarray
-    last_upload_round: np.ndarray
-    epoch_samples: np.ndarray
-    online: np.ndarray
-
-    @classmethod
-    def fresh(cls, data_size: np.ndarray, history_length: int) -> ClientStates:
-        """The record at the start of an episode: nothing reported yet, nobody online."""
-        k = len(data_size)
-        return cls(np.asarray(data_size), np.zeros(k), np.zeros(k), np.zeros((k, history_length)),
-                   np.zeros((k, history_length)), np.full(k, -1), np.zeros(k), np.zeros(k, dtype=bool))
-
-
-@dataclass(frozen=True)
-class RoundOutcome:
-    """What one round did. Client sets are sorted int arrays of client ids.
-
-    Attributes:
-        candidates: the clients that probed this round.
-        selected: the candidates told to finish and upload.
-        completed: the selected clients that finished by the deadline (all of them without one); their
-            uploads count in ``upload_mb``.
-        usable: the completed uploads whose models were finite.
-        kept: the uploads the aggregation rule used (FedCA's ``S_opt``; ``usable`` for the other rules).
-        weights: ``(len(kept),)`` aggregation weight of each kept upload.
-        latency_s: the round's latency, s (:mod:`fedenv.latency`; an idle round waits for a client).
-        upload_mb: megabytes uploaded this round (``model_size_mb`` per completed client).
-        accuracy, previous_accuracy: test accuracy of the global model after and before the round.
-        idle: nobody was online: the round only advanced the clock.
-    """
-
-    candidates: np.ndarray
-    selected: np.ndarray
-    completed: np.ndarray
-    usable: np.ndarray
-    kept: np.ndarray
-    weights: np.ndarray
-    latency_s: float
-    upload_mb: float
-    accuracy: float
-    previous_accuracy: float
-    idle: bool
 
 
 class FederationSimulator:
@@ -165,34 +113,46 @@ class FederationSimulator:
         yield from self.begin_round_process()
 
     def begin_round_process(self) -> EnvProcess[None]:
-        """Draw the round's candidates among the online clients and train their probing epoch."""
+        """Draw the round's candidates among the online clients and, with ``config.probing``, train
+        their probing epoch (without it nobody trains before the decision)."""
         cfg, clients = self.config, self.clients
         clients.online = self.replay.online(self.wall_clock_s)
         available = np.flatnonzero(clients.online)
         count = min(cfg.clients_per_round, len(available))
         self.candidates = np.sort(self._candidate_rng.choice(available, count, replace=False)).astype(np.int64)
         self._probe_s = np.zeros(0)
-        if count == 0:
+        if count == 0 or not cfg.probing:
             return
-        result = yield TrainRequest(self.federation, self.candidates, 1, self._generators(self.candidates, phase=0))
-        self._probe_result = result
+        self._probe_result, self._probe_s = yield from self._probe_process(self.candidates)
+
+    def _probe_process(self, clients: np.ndarray) -> EnvProcess[tuple[TrainResult, np.ndarray]]:
+        """Train ``clients``' first local epoch from the global model and record what they report: loss
+        statistics, samples per epoch and probing latency (download + that epoch).
+
+        Returns:
+            The training result and the ``(len(clients),)`` probing latencies, s.
+        """
+        states = self.clients
+        result = yield TrainRequest(self.federation, clients, 1, self._generators(clients, phase=0))
         samples = result.samples.to(result.loss_sum.device)
-        clients.probe_loss[self.candidates] = (result.loss_sum / samples).cpu().numpy()
-        clients.probe_loss_sq[self.candidates] = (result.loss_sq_sum / samples).cpu().numpy()
-        clients.epoch_samples[self.candidates] = result.samples.cpu().numpy()
+        states.probe_loss[clients] = (result.loss_sum / samples).cpu().numpy()
+        states.probe_loss_sq[clients] = (result.loss_sq_sum / samples).cpu().numpy()
+        states.epoch_samples[clients] = result.samples.cpu().numpy()
         _, download_kbps = self.replay.bandwidth_kbps(self.round)
-        self._probe_s = self.replay.transfer_s(download_kbps[self.candidates]) + self.replay.compute_s(
-            self.candidates, clients.epoch_samples[self.candidates], self.round
+        probe_s = self.replay.transfer_s(download_kbps[clients]) + self.replay.compute_s(
+            clients, states.epoch_samples[clients], self.round
         )
-        _push(clients.probe_latency_hist_s, self.candidates, self._probe_s)
+        push_history(states.probe_latency_hist_s, clients, probe_s)
+        return result, probe_s
 
     def end_episode(self) -> None:
         """No next round: no client is a candidate any more."""
         self.candidates = np.zeros(0, dtype=np.int64)
 
     def play_round_process(self, chosen: np.ndarray) -> EnvProcess[RoundOutcome]:
-        """Finish the round: the chosen candidates train their remaining epochs and upload, stragglers
-        past the deadline are dropped, the uploads are aggregated and the global model evaluated.
+        """Finish the round: the chosen candidates train their remaining epochs (all ``local_epochs``
+        without probing) and upload, stragglers past the deadline are dropped, the uploads are
+        aggregated and the global model evaluated.
 
         Args:
             chosen: ``(K,)`` bool; only candidates count.
@@ -205,32 +165,55 @@ class FederationSimulator:
         selected = candidates[picked]
         upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
         upload_s = self.replay.transfer_s(upload_kbps[selected])
-        rest_s = self.replay.compute_s(selected, self.clients.epoch_samples[selected] * (cfg.local_epochs - 1),
-                                       self.round)
-        if len(candidates):
+        if not len(candidates):
+            arrived, latency_s = np.zeros(0, dtype=bool), self.replay.wait_s(self.wall_clock_s)
+        elif cfg.probing:
+            rest_s = self.replay.compute_s(selected, self.clients.epoch_samples[selected] * (cfg.local_epochs - 1),
+                                           self.round)
             arrived = on_time(self._probe_s, rest_s + upload_s, cfg.round_deadline_s)
             latency_s = capped_latency_s(round_latency_s(self._probe_s, rest_s + upload_s), cfg.round_deadline_s)
         else:
-            arrived = np.zeros(0, dtype=bool)
-            latency_s = self.replay.wait_s(self.wall_clock_s)
+            whole_s = full_round_s(*self._first_epoch_s(selected), cfg.local_epochs, upload_s)
+            arrived = on_time(np.zeros(0), whole_s, cfg.round_deadline_s)
+            latency_s = capped_latency_s(round_latency_s(np.zeros(0), whole_s), cfg.round_deadline_s)
         completed = selected[arrived]
         usable, kept, weights = completed, completed, np.zeros(0)
         if len(completed):
-            result = self._probe_result.rows(picked[arrived])
-            if cfg.local_epochs > 1:
-                result = yield TrainRequest(self.federation, completed, cfg.local_epochs - 1,
-                                            self._generators(completed, phase=1), result)
+            result = yield from self._finish_process(completed, picked[arrived])
             aggregated = self.federation.aggregate(completed, result)
             usable, kept = completed[aggregated.usable_rows], completed[aggregated.kept_rows]
             weights = aggregated.weights
         previous = self.accuracy
         self.accuracy, _ = self.federation.evaluate()
-        _push(self.clients.upload_latency_hist_s, completed, upload_s[arrived])
+        push_history(self.clients.upload_latency_hist_s, completed, upload_s[arrived])
         self.clients.last_upload_round[completed] = self.round
         self.round += 1
         self.wall_clock_s += latency_s
         return RoundOutcome(candidates, selected, completed, usable, kept, np.asarray(weights), float(latency_s),
                             self.model_size_mb * len(completed), self.accuracy, previous, len(candidates) == 0)
+
+    def _first_epoch_s(self, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(download_s, epoch_s)`` of ``clients`` this round, s: model download and one local epoch of
+        :func:`samples_per_epoch` samples (what a client that never trained would process)."""
+        _, download_kbps = self.replay.bandwidth_kbps(self.round)
+        samples = samples_per_epoch(self.clients.data_size[clients], self.config.batch_size,
+                                    self.federation.drop_last)
+        return self.replay.transfer_s(download_kbps[clients]), self.replay.compute_s(clients, samples, self.round)
+
+    def _finish_process(self, completed: np.ndarray, rows: np.ndarray) -> EnvProcess[TrainResult]:
+        """The completed clients' models after all local epochs: from their probing results (``rows`` of
+        them), or, without probing, from a first epoch trained now (:meth:`_probe_process`, so that they
+        report its loss and latency) and then the remaining ``local_epochs - 1``: the minibatch orders,
+        and so the models, are those of probing mode."""
+        cfg = self.config
+        if cfg.probing:
+            result = self._probe_result.rows(rows)
+        else:
+            result, _ = yield from self._probe_process(completed)
+        if cfg.local_epochs > 1:
+            result = yield TrainRequest(self.federation, completed, cfg.local_epochs - 1,
+                                        self._generators(completed, phase=1), result)
+        return result
 
     def _partition(self, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
         cfg = self.config
@@ -260,10 +243,18 @@ class FederationSimulator:
         return float(np.median(latencies))
 
 
-def _push(history: np.ndarray, clients: np.ndarray, values: np.ndarray) -> None:
-    """Shift ``clients``' rows of a newest-first history right by one and write ``values`` first."""
-    history[clients] = np.roll(history[clients], 1, axis=1)
-    history[clients, 0] = values
+def samples_per_epoch(data_size: np.ndarray, batch_size: int, drop_last: bool) -> np.ndarray:
+    """Samples a client visits in one local epoch: all ``data_size`` of them, less the last partial
+    batch when ``drop_last`` (models with BatchNorm, :func:`fedenv.engine.schedule.make_schedule`).
+
+    Args:
+        data_size: ``(S,)`` int training samples per client. batch_size: minibatch size B >= 1.
+
+    Returns:
+        ``(S,)`` int samples per epoch.
+    """
+    data_size = np.asarray(data_size)
+    return data_size - data_size % batch_size if drop_last else data_size
 
 
 @functools.lru_cache(maxsize=4)

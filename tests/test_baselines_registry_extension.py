@@ -20,6 +20,7 @@ class LowestLoss(Policy):
 
     name = "lowest-loss"
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedavg"}
+    probes = True  # it decides on this round's probing loss
 
     def __init__(self):
         self.rounds = []

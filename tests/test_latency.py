@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedenv.latency import capped_latency_s, on_time, round_latency_s
+from fedenv.latency import capped_latency_s, full_round_s, on_time, round_latency_s
 
 
 def test_round_latency_is_slowest_probe_plus_slowest_finish():
@@ -25,3 +25,12 @@ def test_without_deadline_everyone_is_on_time_and_latency_is_not_capped():
     assert on_time(np.array([3.0]), np.array([]), 1.0).tolist() == []
     assert capped_latency_s(9.0, None) == 9.0
     assert capped_latency_s(9.0, 8.0) == 8.0 and capped_latency_s(7.0, 8.0) == 7.0
+
+
+def test_without_probing_a_client_round_is_download_all_epochs_and_upload():
+    # 2 s down + 3 epochs x 1.5 s + 0.5 s up = 7 s; 1 + 3 x 2 + 4 = 11 s
+    whole = full_round_s(np.array([2.0, 1.0]), np.array([1.5, 2.0]), 3, np.array([0.5, 4.0]))
+    assert whole.tolist() == [7.0, 11.0]
+    assert round_latency_s(np.array([]), whole) == 11.0  # nobody probed: the slowest whole round
+    assert on_time(np.array([]), whole, 10.0).tolist() == [True, False]  # each client counts from 0
+    assert on_time(np.array([]), whole, 11.0).tolist() == [True, True]

@@ -13,6 +13,7 @@ Adding a policy is one file and one registration line. The file, ``fedenv/baseli
     class LowestLoss(Policy):
         name = "lowest-loss"
         env_overrides = {"aggregation": "fedavg"}
+        probes = True  # it decides on this round's probing loss
 
         def act(self, observations, infos):
             ranked = sorted(candidates(observations), key=lambda a: infos[a]["probe_loss"])
@@ -47,10 +48,15 @@ class Policy(ABC):
     Attributes:
         name: the policy's name in tables and on the command line.
         env_overrides: :class:`~fedenv.config.EnvConfig` fields the policy needs (applied by the runner).
+        probes: whether the policy decides on the round's probing epoch (``EnvConfig.probing``): True
+            for learned policies trained on probing observations; False (the default) for pre-selection
+            policies, which choose before any client trains and are run without probing, so that they
+            are charged only for what they make clients do.
     """
 
     name = "policy"
     env_overrides: ClassVar[dict[str, Any]] = {}
+    probes: ClassVar[bool] = False
 
     def reset(self, seed: int) -> None:
         """Called before each episode with the episode's seed (seed any randomness from it)."""

@@ -4,7 +4,7 @@
 runs one episode into an :class:`EpisodeRecord`.
 """
 
-from fedenv.evaluation.compare import compare, evaluate_policies
+from fedenv.evaluation.compare import compare, evaluate_policies, policy_config
 from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise
 from fedenv.evaluation.plots import plot_results
 from fedenv.evaluation.results import json_safe, write_results
@@ -20,6 +20,7 @@ __all__ = [
     "json_safe",
     "per_episode_metrics",
     "plot_results",
+    "policy_config",
     "run_episode",
     "summarise",
     "write_results",

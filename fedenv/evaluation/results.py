@@ -15,9 +15,12 @@ from fedenv.evaluation.rollout import EpisodeRecord
 from fedenv.fileio import atomic_write_text
 
 
-def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]], env_config: EnvConfig) -> dict[str, Path]:
-    """Write ``results.csv`` (one row per policy and episode), ``results.json`` (summary, per-episode
-    metrics, round-by-round records and the env config) and three plots, each atomically.
+def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
+                  env_config: EnvConfig) -> dict[str, Path]:
+    """Write ``results.csv`` (one row per policy and episode, with its probing mode), ``results.json``
+    (summary, per-episode metrics, round-by-round records and the env config) and three plots, each
+    atomically. The env config is the base one: each policy ran with its ``env_overrides`` and its
+    probing mode (the ``probing`` column).
 
     Returns:
         ``kind -> path`` of the written files.
@@ -25,7 +28,7 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]], 
     out_dir = Path(out_dir)
     per_episode = per_episode_metrics(records)
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=["policy", "seed", *METRICS], lineterminator="\n")
+    writer = csv.DictWriter(text, fieldnames=["policy", "probing", "seed", *METRICS], lineterminator="\n")
     writer.writeheader()
     for name, episodes in per_episode.items():
         for episode in episodes:

@@ -14,6 +14,8 @@ class EpisodeRecord:
 
     Attributes:
         policy: policy name; seed: the episode's seed.
+        probing: whether the episode's env had the candidates probe before the decision
+            (:attr:`fedenv.config.EnvConfig.probing`).
         accuracy: test accuracy after each round, with the initial model's first (length T + 1).
         wall_clock_s: cumulative simulated time after each round, starting at 0 (length T + 1).
         round_latency_s, comm_mb, reward, num_selected: per round (length T).
@@ -27,6 +29,7 @@ class EpisodeRecord:
     comm_mb: list[float] = field(default_factory=list)
     reward: list[float] = field(default_factory=list)
     num_selected: list[int] = field(default_factory=list)
+    probing: bool = True
 
     @property
     def final_accuracy(self) -> float:
@@ -61,7 +64,8 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int) -> EpisodeRe
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
     first = infos[env.possible_agents[0]]
-    record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]])
+    record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]],
+                           probing=env.config.probing)
     while env.agents:
         actions = policy.act(observations, infos)
         observations, rewards, _, _, infos = env.step(actions)

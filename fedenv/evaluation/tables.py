@@ -8,13 +8,14 @@ from fedenv.evaluation.metrics import METRICS
 
 
 def format_table(rows: list[dict]) -> str:
-    """Fixed-width text table of :func:`~fedenv.evaluation.metrics.summarise` rows (mean +- std)."""
-    headers = ["policy", "final acc", "rounds to fedavg acc", "latency (s)", "upload (MB)", "team return"]
+    """Fixed-width text table of :func:`~fedenv.evaluation.metrics.summarise` rows (mean +- std), with
+    each policy's probing mode (on: its candidates probed before the decision)."""
+    headers = ["policy", "probing", "final acc", "rounds to fedavg acc", "latency (s)", "upload (MB)", "team return"]
     fmt = {"final_accuracy": "{:.4f}", "rounds_to_fedavg": "{:.1f}", "total_latency_s": "{:.1f}",
            "total_comm_mb": "{:.1f}", "team_return": "{:.4f}"}
     lines = []
     for row in rows:
-        cells = [row["policy"]]
+        cells = [row["policy"], "on" if row["probing"] else "off"]
         for metric in METRICS:
             mean, std = row[f"{metric}_mean"], row[f"{metric}_std"]
             cell = "never" if math.isnan(mean) else f"{fmt[metric].format(mean)} +- {fmt[metric].format(std)}"

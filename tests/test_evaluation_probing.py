@@ -1,0 +1,70 @@
+"""Each policy is evaluated in its own probing mode (``Policy.probes``) unless overridden, and the table,
+results.csv and results.json say which."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+import evaluate
+from agents.policy import GreedyPolicy
+from fedenv.baselines import FedAvgPolicy, make_policy
+from fedenv.config import EnvConfig
+from fedenv.evaluation import policy_config
+from fedenv.registry import POLICIES
+
+TINY_FLAGS = ["--num-clients", "4", "--clients-per-round", "4", "--num-rounds", "2", "--device", "cpu", "--seeds",
+              "3", "--no-progress"]
+
+
+class ProbingFedAvg(FedAvgPolicy):
+    """FedAvg declared as deciding on the probing epoch (stands in for a learned policy)."""
+
+    name = "probing-fedavg"
+    probes = True
+
+
+@pytest.fixture
+def probing_fedavg_registered():
+    POLICIES.register("probing-fedavg", ProbingFedAvg)
+    yield
+    POLICIES.unregister("probing-fedavg")
+
+
+def test_learned_policies_probe_and_pre_selection_baselines_do_not():
+    assert GreedyPolicy.probes
+    assert not any(make_policy(name).probes for name in POLICIES.names())
+
+
+@pytest.mark.parametrize("checkpoint_probing", [True, False])
+def test_each_policy_runs_in_its_own_mode_whatever_the_base_config_says(checkpoint_probing):
+    base = EnvConfig(probing=checkpoint_probing)
+    assert policy_config(base, FedAvgPolicy()).probing is False
+    assert policy_config(base, ProbingFedAvg()).probing is True
+    assert policy_config(base, FedAvgPolicy(), probing=True).probing is True
+    assert policy_config(base, ProbingFedAvg(), probing=False).probing is False
+    assert policy_config(base, make_policy("fedprox")).fedprox_mu == 0.01  # the policy's overrides still apply
+
+
+def test_table_and_results_show_each_policys_mode(probing_fedavg_registered, tmp_path, capsys):
+    assert evaluate.main(["--policies", "fedavg,probing-fedavg", *TINY_FLAGS, "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    header = next(line for line in lines if line.startswith("policy"))
+    assert header.split()[:2] == ["policy", "probing"]
+    modes = {line.split()[0]: line.split()[1] for line in lines if line.startswith(("fedavg ", "probing-fedavg "))}
+    assert modes == {"fedavg": "off", "probing-fedavg": "on"}
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert {row["policy"]: row["probing"] for row in rows} == {"fedavg": "False", "probing-fedavg": "True"}
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert {row["policy"]: row["probing"] for row in document["summary"]} == {"fedavg": False, "probing-fedavg": True}
+    latency = {row["policy"]: float(row["total_latency_s"]) for row in rows}
+    assert latency["fedavg"] <= latency["probing-fedavg"]  # the same clients, not charged for probing
+
+
+@pytest.mark.parametrize("flag,mode", [("--probing", "True"), ("--no-probing", "False")])
+def test_the_flag_sets_every_policys_mode(probing_fedavg_registered, tmp_path, capsys, flag, mode):
+    assert evaluate.main(["--policies", "fedavg,probing-fedavg", *TINY_FLAGS, flag, "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [row["probing"] for row in rows] == [mode, mode]
