@@ -125,7 +125,12 @@ class EnvConfig:
         "L2 coefficient added to the local gradient as torch.optim.SGD does, >= 0 (our default 0)"))
     fedprox_mu: float = _field(0.0, LOCAL_TRAINING, (
         "FedProx proximal coefficient mu >= 0: the local objective adds mu/2 ||w - w_global||^2 "
-        "(Li et al., MLSys 2020, Eq. 2); 0 is FedAvg; the fedprox policy sets 0.01"))
+        "(Li et al., MLSys 2020, Eq. 2); 0 is FedAvg; the fedprox policy sets 0.1, FedCM's value for its "
+        "FedProx baseline (Kim et al., arXiv 2012.03270, App. D)"))
+    lr_decay: float = _field(1.0, LOCAL_TRAINING, (
+        "factor in (0, 1] multiplying the local learning rate every round: round t (counted from 0) trains "
+        "with lr * lr_decay**t (our default 1: constant; the fedadp policy sets FedAdp's 0.995 per "
+        "communication round, Wu and Wang, arXiv 2012.00661, setting of the Fig. 1 experiment)"))
 
     # ---------------------------------------------------------------- aggregation
     aggregation: str = _field("fedavg", AGGREGATION, (
@@ -137,6 +142,11 @@ class EnvConfig:
         "our default, the score FedCM reports generalising better, arXiv 2012.03270 Fig. 2)"))
     fedadp_alpha: float = _field(5.0, AGGREGATION, (
         "FedAdp's Gompertz parameter alpha > 0 (FedAdp's best value 5, arXiv 2012.00661 Sec. V)"))
+    fedpdp_unnormalised: bool = _field(False, AGGREGATION, (
+        "fedpdp and fedca: use FedCM's Table 1 weights p_k |S| / |S_t| literally (p_k = n_k / all clients' "
+        "samples; FedCA: |S_opt| for |S_t|, arXiv 2012.03270 Eq. 5), not renormalised; they sum to 1 only "
+        "in expectation, so each round the global model is rescaled by the weights' sum. Default False "
+        "(ours): renormalised to sum to 1 over the kept uploads (fedpdp's weights are then FedAvg's)"))
 
     # ---------------------------------------------------------------- traces
     trace: str = _field("default", TRACES, (
@@ -190,12 +200,13 @@ class EnvConfig:
             )
         ranges = {
             "dominant_fraction": (0.0, 1.0), "val_fraction": (0.0, 0.99), "momentum": (0.0, 0.999),
+            "lr_decay": (0.0, 1.0),
         }
         for name, (low, high) in ranges.items():
             value = getattr(self, name)
             if not low <= value <= high:
                 raise ValueError(f"{name}={value!r} must be in [{low}, {high}]")
-        for name in ("lr", "dirichlet_alpha", "fedadp_alpha"):
+        for name in ("lr", "lr_decay", "dirichlet_alpha", "fedadp_alpha"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):

@@ -113,9 +113,11 @@ class FederationSimulator:
         yield from self.begin_round_process()
 
     def begin_round_process(self) -> EnvProcess[None]:
-        """Draw the round's candidates among the online clients and, with ``config.probing``, train
-        their probing epoch (without it nobody trains before the decision)."""
+        """Set the round's learning rate (``lr * lr_decay**round``), draw the round's candidates among the
+        online clients and, with ``config.probing``, train their probing epoch (without it nobody trains
+        before the decision)."""
         cfg, clients = self.config, self.clients
+        self.federation.config = dataclasses.replace(self.local_config, lr=cfg.lr * cfg.lr_decay**self.round)
         clients.online = self.replay.online(self.wall_clock_s)
         available = np.flatnonzero(clients.online)
         count = min(cfg.clients_per_round, len(available))

@@ -74,8 +74,9 @@ def test_identical_seeds_give_identical_partitions_traces_and_candidates_across_
         policy = Recorder(make_policy(name))
         env = fedenv.parallel_env(base, **policy.env_overrides)
         record = run_episode(env, policy, seed=1003)
-        seen[name] = ([i.tolist() for i in env.simulator.client_indices], env.simulator.replay.assignment.tolist(), env.simulator.replay.offset,
-                      policy.seen, record.accuracy[0])
+        simulator = env.simulator
+        seen[name] = ([i.tolist() for i in simulator.client_indices], simulator.replay.assignment.tolist(),
+                      simulator.replay.offset, policy.seen, record.accuracy[0])
     first = seen["fedavg"]
     assert all(value == first for value in seen.values())
     assert len({tuple(map(tuple, value[3])) for value in seen.values()}) == 1
@@ -95,3 +96,8 @@ def test_every_baseline_runs_and_reports_its_aggregation(name):
     assert weights and all(w > 0 for w in weights)
     if env.config.aggregation in ("fedavg", "fedadp"):
         assert sum(weights) == pytest.approx(1.0)
+
+
+def test_fixed_ratio_policies_default_to_fedcms_eight_of_twenty_clients():
+    for name in ("fedcm-ucb", "fedcm-ts", "oort", "fastest"):
+        assert make_policy(name).select_fraction == 8 / 20, name  # Kim et al., arXiv 2012.03270, Tables 3-5

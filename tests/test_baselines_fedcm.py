@@ -51,3 +51,33 @@ def test_ucb_selects_the_highest_indices_and_rewards_the_kept_uploads():
 def test_a_select_fraction_outside_zero_one_is_refused(policy):
     with pytest.raises(ValueError, match=r"select_fraction=1.5 must be in \(0, 1\]"):
         policy(select_fraction=1.5)
+
+
+def tied_ucb(seed: int) -> tuple[FedCMUCB, dict]:
+    """A UCB policy at round 1 (index mu + sqrt(2 ln 1 / a) = mu) whose ten arms are all equal."""
+    policy = FedCMUCB(select_fraction=0.3)
+    policy.reset(seed)
+    policy.arms = {f"client_{i}": [0.5, 1.0] for i in range(10)}
+    return policy, {f"client_{i}": observation(True) for i in range(10)}
+
+
+def picked(policy, observations) -> frozenset:
+    return frozenset(policy.act(observations, {}))
+
+
+def test_equal_indices_are_broken_at_random_from_the_episode_seed():
+    picks = {seed: picked(*tied_ucb(seed)) for seed in range(60)}
+    assert all(len(p) == 3 for p in picks.values())  # m = round(0.3 * 10)
+    assert len(set(picks.values())) > 1  # different seeds, different sets
+    assert all(picked(*tied_ucb(seed)) == picks[seed] for seed in (0, 1, 2))  # same seed, same set
+    assert set().union(*picks.values()) == {f"client_{i}" for i in range(10)}  # nobody is left out by its id
+
+
+def test_thompson_sampling_ties_are_broken_at_random_too():
+    picks = set()
+    for seed in range(40):
+        policy = FedCMTS(select_fraction=0.3)
+        policy.reset(seed)
+        policy.index = lambda agent: 0.5  # every posterior draw equal
+        picks.add(picked(policy, {f"client_{i}": observation(True) for i in range(10)}))
+    assert len(picks) > 1 and set().union(*picks) == {f"client_{i}" for i in range(10)}

@@ -4,16 +4,19 @@
 ``fedavg``  :class:`~.fedavg.FedAvg`, weights ``n_k / sum_{j in S_t} n_j`` (McMahan et al., AISTATS 2017).
 ``fedpdp``  :class:`~.fedpdp.FedPdp`, FedCM's Table 1 form of FedAvg with partial device participation
             (Li et al., ICLR 2020): ``w = sum_{k in S_t} p_k |S| / |S_t| w_k`` with
-            ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``; the weights are not renormalised
-            (they sum to 1 only in expectation).
+            ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``, renormalised to sum to 1 (our default:
+            then FedAvg's weights); ``EnvConfig.fedpdp_unnormalised`` keeps the literal form, which sums to
+            1 only in expectation.
 ``fedca``   :class:`~.fedca.FedCA`, combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep
             the subset ``S_opt`` of uploads whose averaged logits score best on the server's validation
-            split, then the FedPdp form over ``S_opt``.
+            split, then the FedPdp form over ``S_opt`` (renormalised likewise).
 ``fedadp``  :class:`~.fedadp.FedAdp`, adaptive weighting (Wu and Wang, arXiv 2012.00661): weights from
             the smoothed angle between each client's update and the data-weighted mean update, through a
             Gompertz function.
 
-The contract (:class:`~.base.Uploads`, :class:`~.base.AggregationRule`) is in :mod:`.base`; the weighted
+Every rule's weights sum to 1 over the uploads it keeps (FedPdp and FedCA only stray from this when
+``EnvConfig.fedpdp_unnormalised`` asks for the papers' literal form). The contract
+(:class:`~.base.Uploads`, :class:`~.base.AggregationRule`) is in :mod:`.base`; the weighted
 sums the server applies are in :mod:`.weights`.
 """
 

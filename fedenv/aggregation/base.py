@@ -2,8 +2,10 @@
 
 The server (:meth:`fedenv.engine.server.Federation.aggregate`) leaves out uploads holding a non-finite
 value, calls :meth:`AggregationRule.weights` on the others, and sets the global model to
-``sum_k weight_k * w_k`` over the kept uploads, with the weights as the rule gives them (not
-renormalised); BatchNorm running statistics are averaged with the weights normalised to sum to 1.
+``sum_k weight_k * w_k`` over the kept uploads, with the weights as the rule gives them. Rules return
+weights summing to 1 over the kept uploads, so the global model is a convex combination of them; only
+``EnvConfig.fedpdp_unnormalised`` (FedPdp and FedCA in the papers' literal form) breaks this on purpose.
+BatchNorm running statistics are averaged with the weights normalised to sum to 1.
 
 A new rule is one module with a subclass of :class:`AggregationRule` and one registration line in
 :mod:`fedenv.registry` (``AGGREGATION_RULES``); ``EnvConfig(aggregation=name)`` then selects it.
@@ -73,8 +75,9 @@ class AggregationRule(ABC):
         """Which uploads to aggregate and their weights.
 
         Returns:
-            ``(kept rows (M,) int, weights (M,) float64)``: rows index the uploads; weights are finite,
-            non-negative and applied as given.
+            ``(kept rows (M,) int, weights (M,) float64)``: rows index the uploads (``M >= 1``); weights are
+            finite, non-negative, sum to 1 (unless an option documented by the rule says otherwise) and
+            are applied as given.
         """
 
 

@@ -1,6 +1,6 @@
 """FedCA: combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep the subset ``S_opt`` of
 uploads whose averaged logits score best on the server's validation split, then the FedPdp form over
-``S_opt``."""
+``S_opt`` (renormalised by default, see :class:`FedCA`)."""
 
 from __future__ import annotations
 
@@ -86,8 +86,9 @@ def fedca_subset(logits: torch.Tensor, labels: torch.Tensor, score: str = "ce") 
 
 class FedCA(AggregationRule):
     """:func:`fedca_subset` of the uploads, then FedPdp weights (:func:`~fedenv.aggregation.fedpdp.fedpdp_weights`)
-    over it, not renormalised. Reads ``config.fedca_score`` (``acc`` or ``ce``; the paper found ``ce``
-    generalise better, our default).
+    over it (Eq. 5: ``p_k |S| / |S_opt|``), renormalised to sum to 1 over ``S_opt`` (our default) unless
+    ``config.fedpdp_unnormalised`` asks for the paper's literal form. Reads ``config.fedca_score`` (``acc``
+    or ``ce``; the paper found ``ce`` generalise better, our default).
 
     Raises:
         ValueError: ``config.fedca_score`` is not one of :data:`fedenv.config.FEDCA_SCORES`.
@@ -100,7 +101,9 @@ class FedCA(AggregationRule):
         if config.fedca_score not in FEDCA_SCORES:
             raise ValueError(f"fedca_score={config.fedca_score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
         self.score = config.fedca_score
+        self.renormalise = not config.fedpdp_unnormalised
 
     def weights(self, uploads: Uploads) -> tuple[np.ndarray, np.ndarray]:
         kept = fedca_subset(uploads.validation_logits(), uploads.validation_labels, self.score)
-        return kept, fedpdp_weights(uploads.data_sizes[kept], uploads.total_samples, uploads.num_clients)
+        return kept, fedpdp_weights(uploads.data_sizes[kept], uploads.total_samples, uploads.num_clients,
+                                    self.renormalise)

@@ -13,8 +13,11 @@ from fedenv.baselines.base import DEFAULT_SELECT_FRACTION, Policy, candidates, c
 
 class BanditPolicy(Policy):
     """FedCM bandit sampling (Kim et al., arXiv 2012.03270, Algorithms 2-3): pick the ``m`` candidates
-    with the highest index; after the round, every selected client k gets reward
-    ``r_k = 1[k in S_opt]`` from FedCA's combinatorial averaging (the env's ``kept`` info).
+    with the highest index (``m`` from ``select_fraction``, by default FedCM's 8 of 20, see
+    :data:`~fedenv.baselines.base.DEFAULT_SELECT_FRACTION`); equal indices are ordered uniformly at random
+    from the episode's seed (our choice: the paper does not say, and a fixed order would favour low ids).
+    After the round, every selected client k gets reward ``r_k = 1[k in S_opt]`` from FedCA's
+    combinatorial averaging (the env's ``kept`` info).
 
     Raises:
         ValueError: ``select_fraction`` outside (0, 1].
@@ -47,7 +50,8 @@ class BanditPolicy(Policy):
         for agent in chosen:
             self.arm(agent)
         scores = {agent: self.index(agent) for agent in chosen}
-        ranked = sorted(chosen, key=lambda a: -scores[a])
+        shuffled = [chosen[i] for i in self.rng.permutation(len(chosen))]
+        ranked = sorted(shuffled, key=lambda a: -scores[a])  # stable sort: ties stay in random order
         return {agent: 1 for agent in ranked[: select_count(len(chosen), self.select_fraction)]}
 
     def observe(self, infos):

@@ -24,7 +24,8 @@ class Federation:
         model: the network (its initial weights become the global model).
         dataset: the dataset; training tensors are indexed by ``client_indices``.
         client_indices: one int array of training-set indices per client.
-        config: local optimiser settings.
+        config: local optimiser settings (the attribute ``config`` may be replaced between rounds: the
+            simulator sets each round's decayed learning rate there).
         device: where data and models live.
         rule: the aggregation rule, built for this federation's clients (None:
             :class:`~fedenv.aggregation.fedavg.FedAvg`).
@@ -89,7 +90,8 @@ class Federation:
         """Replace the global model by the rule's aggregate of ``result`` (rows = ``clients``).
 
         Uploads holding a non-finite value (diverged local training) are left out first; with no usable
-        upload the global model is unchanged. The rule's weights are applied as given
+        upload the global model is unchanged. The rule's weights (summing to 1 unless the rule is told
+        otherwise, see :mod:`fedenv.aggregation.base`) are applied as given
         (:func:`~fedenv.aggregation.weights.weighted_sum`); BatchNorm running statistics are averaged
         with them normalised to sum to 1 (docs/design.md, section 8; ``num_batches_tracked`` rounded to an
         integer).

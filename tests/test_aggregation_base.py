@@ -1,0 +1,45 @@
+"""The contract of every registered aggregation rule: finite, non-negative weights summing to 1 over the
+uploads it keeps (:mod:`fedenv.aggregation.base`)."""
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fedenv.aggregation import Uploads
+from fedenv.config import EnvConfig
+from fedenv.registry import AGGREGATION_RULES
+
+
+@st.composite
+def rounds(draw):
+    """A federation's data sizes, one round's uploads (a subset of its clients) and their random models,
+    validation logits (FedCA) and update directions (FedAdp); ``K`` uploads of ``N`` clients."""
+    num_clients = draw(st.integers(1, 12))
+    sizes = np.array(draw(st.lists(st.integers(1, 5000), min_size=num_clients, max_size=num_clients)), float)
+    uploading = draw(st.lists(st.integers(0, num_clients - 1), min_size=1, max_size=num_clients, unique=True))
+    clients = np.array(sorted(uploading))
+    k, seed = len(clients), draw(st.integers(0, 2**31 - 1))
+    generator = torch.Generator().manual_seed(seed)
+    scale = draw(st.sampled_from([0.0, 1e-4, 1.0, 10.0]))
+    global_params = {"w": torch.randn(3, 2, generator=generator), "b": torch.randn(2, generator=generator)}
+    params = {name: p + scale * torch.randn(k, *p.shape, generator=generator) for name, p in global_params.items()}
+    logits = 5 * torch.randn(k, 8, 3, generator=generator)
+    labels = torch.randint(0, 3, (8,), generator=generator)
+    uploads = Uploads(clients, params, {}, global_params, sizes[clients], sizes.sum(), num_clients, lambda: logits,
+                      labels)
+    return sizes, uploads
+
+
+@settings(max_examples=60, deadline=None)
+@given(federation_round=rounds(), repeats=st.integers(1, 3))
+def test_every_registered_rule_returns_finite_nonnegative_weights_summing_to_one(federation_round, repeats):
+    sizes, uploads = federation_round
+    for name in AGGREGATION_RULES.names():
+        rule = AGGREGATION_RULES[name](sizes, EnvConfig(aggregation=name))
+        for _ in range(repeats):  # stateful rules (FedAdp's smoothed angles) see the round again
+            kept, weights = rule.weights(uploads)
+            assert len(kept) == len(weights) >= 1, name
+            assert set(np.asarray(kept).tolist()) <= set(range(len(uploads.clients))), name
+            assert np.all(np.isfinite(weights)) and np.all(weights >= 0), (name, weights)
+            assert abs(float(np.sum(weights)) - 1.0) <= 1e-9, (name, weights)
