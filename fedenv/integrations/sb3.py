@@ -1,13 +1,16 @@
-"""Stable-Baselines3 glue (optional extra ``pip install -e ".[sb3]"``; SB3 and SuperSuit are imported only
-when a function here is called).
+"""Stable-Baselines3 glue (optional extra ``pip install -e ".[sb3]"``; SB3 is imported only when a function
+here is called).
 
 :func:`sb3_vec_env` turns the environment into an SB3 ``VecEnv`` whose sub-environments are the agents
-(one shared policy for all clients, FedMarl's parameter sharing), over SuperSuit's
-``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1``. It closes three gaps of the plain SuperSuit
-wrapper: ``PPO(seed=...)`` works (the vector env has ``seed``; the next reset uses it), a time-limit end
-is reported as ``done`` with ``infos[i]["TimeLimit.truncated"] = True`` (SB3 then bootstraps from
-``infos[i]["terminal_observation"]``), and episode statistics come from ``VecMonitor``
-(``rollout/ep_rew_mean`` is the mean team return).
+(one shared policy for all clients, FedMarl's parameter sharing) of ``num_envs`` federations stepped
+together by :class:`~fedenv.vector.VectorClientSelectionEnv`. ``PPO(seed=...)`` works (the vector env
+has ``seed``; the next reset expands it into one seed per federation with
+:func:`~fedenv.vector.federation_seeds`; without a seed every federation draws its own). A finished
+federation is reset at once, as SB3's ``DummyVecEnv`` does: the step's infos stay those of the round
+just played (``done``, ``infos[i]["TimeLimit.truncated"]`` for a time-limit end, so that SB3 bootstraps
+from ``infos[i]["terminal_observation"]``), and the new episode's reset infos go to
+``venv.reset_infos[i]``. Episode statistics come from ``VecMonitor`` (``rollout/ep_rew_mean`` is the
+mean team return).
 
 Masked agents: SB3's algorithms do not apply action masks. A non-candidate's action is ignored by the
 environment (it counts as 0) but its transition still enters the rollout with the team reward, as noise.
@@ -25,64 +28,93 @@ import numpy as np
 
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
-from fedenv.env import ClientSelectionEnv
 from fedenv.fileio import atomic_write_text
-from fedenv.integrations.flat import FlatObservation, flatten_observations
+from fedenv.integrations.flat import flat_observation_space, flatten_observations
+from fedenv.vector import VectorClientSelectionEnv, drive_together, federation_seeds
 
 
 def sb3_vec_env(config: EnvConfig, num_envs: int = 1, mask: str = "append"):
-    """A ready Stable-Baselines3 ``VecEnv`` over ``num_envs`` copies of the environment.
+    """A ready Stable-Baselines3 ``VecEnv`` over ``num_envs`` federations of one configuration.
 
     Args:
         config: the environment's configuration.
-        num_envs: independent federations; the VecEnv has ``num_envs * num_clients`` sub-environments.
+        num_envs: independent federations (different seeds); the VecEnv has ``num_envs * num_clients``
+            sub-environments, federation k's agents in rows ``k * num_clients`` to ``(k + 1) * num_clients - 1``.
         mask: ``append`` (flat observation ends with the action mask; ``action_masks()`` available for
             MaskablePPO) or ``drop``.
 
     Returns:
         ``VecMonitor(...)`` of the vector env (module docstring).
+
+    Raises:
+        ValueError: an unknown ``mask``, ``num_envs < 1`` or an invalid configuration.
     """
-    import supersuit
     from stable_baselines3.common.vec_env import VecMonitor
 
-    flat = FlatObservation(ClientSelectionEnv(config), mask)
-    vec = supersuit.concat_vec_envs_v1(supersuit.pettingzoo_env_to_vec_env_v1(flat), num_envs, base_class="gymnasium")
-    return VecMonitor(_sb3_vec_env_class()(vec, mask))
+    return VecMonitor(_sb3_vec_env_class()(VectorClientSelectionEnv(config, num_envs), mask))
+
+
+def _rows(vector: VectorClientSelectionEnv, outputs: list[tuple], mask: str) -> tuple:
+    """Per-agent rows ``(observations, rewards, dones, infos)`` of every federation's step output."""
+    observations, rewards, dones, infos = [], [], [], []
+    for obs, reward, terminations, truncations, info in outputs:
+        flat = flatten_observations(obs, mask)
+        for agent in vector.possible_agents:
+            row = dict(info[agent])
+            done = terminations[agent] or truncations[agent]
+            if done:
+                row["terminal_observation"] = flat[agent]
+                row["TimeLimit.truncated"] = bool(truncations[agent] and not terminations[agent])
+            observations.append(flat[agent])
+            rewards.append(reward[agent])
+            dones.append(done)
+            infos.append(row)
+    return np.stack(observations), np.asarray(rewards, dtype=np.float32), np.asarray(dones), infos
 
 
 def _sb3_vec_env_class():
     from stable_baselines3.common.vec_env import VecEnv
 
-    class GymnasiumToSB3VecEnv(VecEnv):
-        """SB3 ``VecEnv`` over a gymnasium-style vector env of agents (see the module docstring)."""
+    class FederationsVecEnv(VecEnv):
+        """SB3 ``VecEnv`` whose sub-environments are the agents of several federations (module docstring)."""
 
-        def __init__(self, venv, mask: str):
-            self.venv = venv
-            self.mask = mask
-            super().__init__(venv.num_envs, venv.observation_space, venv.action_space)
+        def __init__(self, vector: VectorClientSelectionEnv, mask: str):
+            self.vector, self.mask = vector, mask
+            self.render_mode = None
+            agents = vector.possible_agents
+            super().__init__(vector.num_envs * len(agents), flat_observation_space(vector.envs[0], mask),
+                             vector.envs[0].action_space(agents[0]))
             self._last_obs = None
             self._actions = None
 
+        def _flat(self, observations: dict) -> list:
+            flat = flatten_observations(observations, self.mask)
+            return [flat[agent] for agent in self.vector.possible_agents]
+
         def reset(self):
-            seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-            observations, infos = self.venv.reset(seed=seed)
+            base = self._seeds[0]
+            seeds = None if base is None else federation_seeds(base, self.vector.num_envs)
+            started = self.vector.reset(seeds)
             self._reset_seeds()
-            self.reset_infos = list(infos)
-            self._last_obs = observations
-            return observations
+            self.reset_infos = [dict(info[a]) for _, info in started for a in self.vector.possible_agents]
+            self._last_obs = np.stack([row for obs, _ in started for row in self._flat(obs)])
+            return self._last_obs
 
         def step_async(self, actions):
-            self._actions = actions
+            self._actions = np.asarray(actions).reshape(self.vector.num_envs, -1)
 
         def step_wait(self):
-            observations, rewards, terminations, truncations, infos = self.venv.step(self._actions)
-            dones = np.logical_or(terminations, truncations)
-            infos = [dict(info) for info in infos]
-            for i, info in enumerate(infos):
-                if dones[i]:
-                    info["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
+            agents = self.vector.possible_agents
+            outputs = self.vector.step([dict(zip(agents, row.tolist())) for row in self._actions])
+            observations, rewards, dones, infos = _rows(self.vector, outputs, self.mask)
+            finished = [k for k in range(self.vector.num_envs) if dones[k * len(agents)]]
+            started = drive_together([self.vector.envs[k].reset_process() for k in finished])
+            for k, (obs, info) in zip(finished, started):
+                rows = slice(k * len(agents), (k + 1) * len(agents))
+                observations[rows] = np.stack(self._flat(obs))
+                self.reset_infos[rows] = [dict(info[a]) for a in agents]
             self._last_obs = observations
-            return observations, np.asarray(rewards, dtype=np.float32), dones, infos
+            return observations, rewards, dones, infos
 
         def action_masks(self) -> np.ndarray:
             """``(num_envs, 2)`` bool masks of the current observations (needs ``mask="append"``)."""
@@ -97,7 +129,8 @@ def _sb3_vec_env_class():
             raise AttributeError(f"sub-environments have no method {method_name!r} here")
 
         def close(self):
-            self.venv.close()
+            for env in self.vector.envs:
+                env.close()
 
         def get_attr(self, attr_name, indices=None):
             return [getattr(self, attr_name, None) for _ in self._get_indices(indices)]
@@ -108,7 +141,7 @@ def _sb3_vec_env_class():
         def env_is_wrapped(self, wrapper_class, indices=None):
             return [False for _ in self._get_indices(indices)]
 
-    return GymnasiumToSB3VecEnv
+    return FederationsVecEnv
 
 
 SB3_ALGORITHMS = ("PPO", "DQN", "A2C", "MaskablePPO")
