@@ -1,8 +1,8 @@
 """Several independent federations stepped in lockstep through one batched engine.
 
 ``VectorClientSelectionEnv(config, num_envs=B)`` holds B copies of :class:`~fedenv.env.ClientSelectionEnv`
-(same configuration, different seeds: :func:`federation_seeds`). Each copy runs its own episode, but the local training every
-copy asks for in a step (probing and remaining epochs) is served by one batched computation
+(same configuration, different seeds: :func:`federation_seeds`). Each copy runs its own episode, but the
+local training every copy asks for in a step (probing and remaining epochs) is served by one batched computation
 (:func:`~fedenv.engine.requests.train_together`), which makes more transitions per second for the learner.
 Every federation gets the same results as it would alone (a test checks it).
 """

@@ -31,7 +31,8 @@ def test_c10_ppo_with_seed_truncation_flag_and_episode_statistics(tmp_path):
         _, rewards, dones, infos = venv.step(np.ones(6, dtype=np.int64))
         assert dones.all() == (round_index == 2)
     assert all(info["TimeLimit.truncated"] is True and "terminal_observation" in info for info in infos)
-    assert np.allclose(rewards[:3], rewards[0]) and np.allclose(rewards[3:], rewards[3])  # one team reward per federation
+    # one team reward per federation
+    assert np.allclose(rewards[:3], rewards[0]) and np.allclose(rewards[3:], rewards[3])
 
 
 def test_flat_observation_keeps_the_mask_for_maskable_ppo():

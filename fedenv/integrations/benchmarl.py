@@ -42,10 +42,12 @@ class FedEnvTaskClass(TaskClass):
     """BenchMARL task class: ``config`` holds :class:`~fedenv.config.EnvConfig` fields."""
 
     def get_env_fun(self, num_envs: int, continuous_actions: bool, seed: int | None, device) -> Callable[[], EnvBase]:
-        """A function building one TorchRL environment per call; BenchMARL calls it ``num_envs`` times
-        (its ``SerialEnv``). Call i seeds its federation with the i-th seed of
+        """A function building one TorchRL environment per call; BenchMARL's ``SerialEnv`` calls it once
+        for its metadata, then once per copy. Call i seeds its federation with the i-th seed of
         :func:`~fedenv.vector.federation_seeds` of ``seed``, so the copies play different federations
-        and the same experiment seed gives the same ones (``seed=None``: each copy draws its own)."""
+        and the same experiment seed gives the same ones (``seed=None``: each copy draws its own).
+        Under ``parallel_collection=True`` (TorchRL ``ParallelEnv``) every worker gets a pickled copy of
+        the function, so seed that env with ``set_seed`` instead."""
         config = EnvConfig.from_dict(self.config).validate()
         calls = itertools.count()
 
