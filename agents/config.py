@@ -9,10 +9,9 @@ Configurations written before that rename (checkpoints, ``config.json``) still l
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 
-import numpy as np
+from fedenv.plain import plain_fields
 
 RENAMED = {
     "lr": "learning_rate",
@@ -74,9 +73,7 @@ class VDNConfig:
         "multiplies rewards inside the learner, > 0; Q values are in scaled units (our default). Not in SB3")})
 
     def __post_init__(self):
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            setattr(self, f.name, _plain(f.name, getattr(self, f.name), hints[f.name]))
+        plain_fields(self, prefix="vdn ")
 
     def validate(self) -> VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
@@ -122,20 +119,3 @@ class VDNConfig:
             raise ValueError(f"unknown VDNConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
         return cls(**renamed)
 
-
-def _plain(name: str, value, hint):
-    """``value`` as the plain Python type of ``hint`` (``int``, ``float``, ``bool`` or ``tuple[int, ...]``)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if typing.get_origin(hint) is tuple:
-        if not isinstance(value, (tuple, list, np.ndarray)):
-            raise ValueError(f"vdn {name}={value!r} must be a sequence of integers")
-        return tuple(_plain(name, v, int) for v in value)
-    is_bool = isinstance(value, (bool, np.bool_))
-    if hint is bool and is_bool:
-        return bool(value)
-    if hint is int and isinstance(value, (int, np.integer)) and not is_bool:
-        return int(value)
-    if hint is float and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
-        return float(value)
-    raise ValueError(f"vdn {name}={value!r} must be of type {hint.__name__}, not {type(value).__name__}")

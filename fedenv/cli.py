@@ -4,9 +4,9 @@ descriptions, and ``--config`` files.
 Every field ``name`` of a dataclass (:class:`~fedenv.config.EnvConfig`, ``agents.vdn.VDNConfig``) becomes
 a flag ``--name-with-dashes`` whose help is the field's ``metadata["help"]`` and its default, in the
 argument group ``metadata["group"]`` (one group per class for fields without one). A ``--config FILE``
-(YAML or JSON mapping flag names, with dashes or underscores, to values) sets defaults; flags given on the
-command line win over the file. ``--preset NAME`` (:mod:`fedenv.presets`) sets a paper task's fields
-first; other flags override them.
+(YAML or JSON mapping flag names, with dashes or underscores, to values) counts as flags given first,
+parsed and checked as flags are; flags given on the command line win over the file. ``--preset NAME``
+(:mod:`fedenv.presets`) sets a paper task's fields first; other flags override them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 import typing
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from fedenv.config import CHOICES, EnvConfig
@@ -128,18 +129,80 @@ def load_config_file(path: str | Path) -> dict:
 
 
 def parse_with_config_file(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
-    """Parse ``argv``; values of ``--config FILE`` become defaults that explicit flags override.
+    """Parse ``argv``; values of ``--config FILE`` count as flags given before ``argv``, so explicit flags
+    override them. Each value is turned into the flag's command-line tokens (:func:`config_file_tokens`)
+    and parsed by ``parser`` as the flag is: the same types, ``nargs`` and choices.
 
     Raises:
-        SystemExit (argparse error): the file names a key that is not a flag of ``parser``.
+        SystemExit (argparse error, one line naming the file and the key): an unknown key, or a value
+            the flag would not take.
     """
     args = parser.parse_args(argv)
     if getattr(args, "config", None):
         values = load_config_file(args.config)
-        known = {action.dest for action in parser._actions}
-        unknown = sorted(set(values) - known)
+        actions = {action.dest: action for action in parser._actions if action.option_strings}
+        unknown = sorted(set(values) - set(actions))
         if unknown:
             parser.error(f"config file {args.config} has unknown keys {unknown}")
-        parser.set_defaults(**values)
-        args = parser.parse_args(argv)
+        tokens = []
+        for key, value in values.items():
+            try:
+                tokens += config_file_tokens(actions[key], value)
+            except ValueError as error:
+                parser.error(f"config file {args.config}: key {key!r}: {error}")
+        args = parser.parse_args([*tokens, *(argv if argv is not None else sys.argv[1:])])
     return args
+
+
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+"""Strings a config file may give for a boolean flag (YAML 1.1's words, case-insensitive, and 1/0)."""
+
+
+def _truth(value) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    raise ValueError(f"{value!r} is not a boolean; allowed: true, false ({', '.join(TRUE_WORDS + FALSE_WORDS)})")
+
+
+def config_file_tokens(action: argparse.Action, value) -> list[str]:
+    """The command-line tokens that give flag ``action`` the config-file ``value`` (``None``: none).
+
+    A boolean flag takes a boolean or one of :data:`TRUE_WORDS`/:data:`FALSE_WORDS` (``--x``/``--no-x``);
+    a flag of several values takes a list or one scalar; any other flag one scalar. Each value is
+    checked with the flag's ``type`` and ``choices``.
+
+    Raises:
+        ValueError: the value does not fit the flag (names the value and what the flag takes).
+    """
+    flag = action.option_strings[0]
+    if value is None:
+        return []
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return [flag if _truth(value) else "--no-" + flag[2:]]
+    if action.nargs == 0:
+        return [flag] if _truth(value) == bool(action.const) else []
+    many = action.nargs in ("*", "+") or isinstance(action.nargs, int)
+    if isinstance(value, dict) or (isinstance(value, list) and not many):
+        raise ValueError(f"{value!r} is not one value; {flag} takes one")
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, (bool, dict, list)) and action.type is not None:
+            raise ValueError(f"{item!r} is not a valid {action.type.__name__} for {flag}")
+        _check_item(action, flag, item)
+    return [flag, *map(str, items)]
+
+
+def _check_item(action: argparse.Action, flag: str, item) -> None:
+    """Raise ``ValueError`` when ``item`` fails the flag's ``type`` or ``choices``."""
+    converted = str(item)
+    if action.type is not None:
+        try:
+            converted = action.type(str(item))
+        except (TypeError, ValueError, argparse.ArgumentTypeError) as error:
+            raise ValueError(f"{item!r} is not a valid {getattr(action.type, '__name__', 'value')} for {flag}") \
+                from error
+    if action.choices is not None and converted not in action.choices:
+        raise ValueError(f"{item!r} is not allowed for {flag}; allowed: {', '.join(map(str, action.choices))}")

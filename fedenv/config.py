@@ -12,6 +12,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
+from fedenv.plain import plain_fields
 from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS
 
 UTILITIES = ("exp64", "linear")
@@ -183,6 +184,14 @@ class EnvConfig:
     engine: str = _field("auto", ENGINE, (
         "gradient path of the batched engine: auto (the MLP and grouped-convolution fast paths where "
         "the model allows, else torch.func.vmap) or vmap (always torch.func; for benchmarks and ablations)"))
+
+    def __post_init__(self):
+        """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`).
+
+        Raises:
+            ValueError: a value of the wrong type (names the field and the type expected).
+        """
+        plain_fields(self)
 
     def validate(self) -> EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""

@@ -1,17 +1,37 @@
 """Several independent federations stepped in lockstep through one batched engine.
 
 ``VectorClientSelectionEnv(config, num_envs=B)`` holds B copies of :class:`~fedenv.env.ClientSelectionEnv`
-(same configuration, different seeds). Each copy runs its own episode, but the local training every
-copy asks for in a step (probing and remaining epochs) is served by one batched computation
+(same configuration, different seeds: :func:`federation_seeds`). Each copy runs its own episode, but the
+local training every copy asks for in a step (probing and remaining epochs) is served by one batched computation
 (:func:`~fedenv.engine.requests.train_together`), which makes more transitions per second for the learner.
 Every federation gets the same results as it would alone (a test checks it).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess, train_together
 from fedenv.env import ClientSelectionEnv
+
+
+def federation_seeds(seed: int | None, num_copies: int) -> list[int]:
+    """Distinct episode seeds of ``num_copies`` copies of a federation, derived from one base seed.
+
+    Copy i gets the first 63 bits of the state of ``numpy.random.SeedSequence(seed).spawn(num_copies)[i]``
+    (NumPy's recipe for independent parallel streams), so the copies play different federations and
+    the same base seed gives the same list. ``seed=None`` draws the base from fresh OS entropy.
+
+    Raises:
+        ValueError: ``num_copies < 0`` or a negative ``seed``.
+    """
+    if num_copies < 0:
+        raise ValueError(f"num_copies={num_copies!r} must be >= 0")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed={seed!r} must be a non-negative integer or None")
+    children = np.random.SeedSequence(seed).spawn(num_copies)
+    return [int(child.generate_state(1, np.uint64)[0] >> np.uint64(1)) for child in children]
 
 
 def drive_together(processes: list[EnvProcess]) -> list:
@@ -63,12 +83,21 @@ class VectorClientSelectionEnv:
     def num_envs(self) -> int:
         return len(self.envs)
 
-    def reset(self, seeds: list[int]) -> list[tuple[dict, dict]]:
-        """Reset federation i with ``seeds[i]``; returns each one's ``(observations, infos)``.
+    def reset(self, seeds: int | list[int] | None = None) -> list[tuple[dict, dict]]:
+        """Reset every federation; returns each one's ``(observations, infos)``.
+
+        Args:
+            seeds: a list resets federation i with ``seeds[i]``; an integer is a base seed, expanded by
+                :func:`federation_seeds`; None lets every federation draw its next seed from its own
+                generator (the copies' generators are independent, so their federations differ).
 
         Raises:
             ValueError: not one seed per federation.
         """
+        if seeds is None:
+            seeds = [None] * self.num_envs
+        elif isinstance(seeds, (int, np.integer)):
+            seeds = federation_seeds(int(seeds), self.num_envs)
         if len(seeds) != self.num_envs:
             raise ValueError(f"need {self.num_envs} seeds, got {len(seeds)}")
         return drive_together([env.reset_process(seed) for env, seed in zip(self.envs, seeds)])

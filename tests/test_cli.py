@@ -12,7 +12,7 @@ import pytest
 import evaluate
 import train_agents
 from fedenv.calibrate import build_parser as build_calibrate_parser
-from fedenv.cli import FlagParser, add_dataclass_arguments, field_help, parse_with_config_file
+from fedenv.cli import FlagParser, add_dataclass_arguments, env_config_from_args, field_help, parse_with_config_file
 from fedenv.config import EnvConfig
 from fedenv.registry import AGGREGATION_RULES
 
@@ -109,6 +109,39 @@ def test_config_file_sets_defaults_and_flags_win(tmp_path):
     path.write_text("num-roundz: 7\n")
     with pytest.raises(SystemExit):
         parse_with_config_file(parser, ["--config", str(path)])
+
+
+def test_config_file_values_are_parsed_as_their_flags(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text('download: "false"\nvdn-double-q: "no"\nno_progress: "true"\nvdn_hidden: 32\n'
+                    'eval_seeds: 1000\nlr: 1e-3\nnum-rounds: "4"\n')
+    parser = train_agents.build_parser()
+    args = parse_with_config_file(parser, ["--config", str(path)])
+    assert (args.download, args.vdn_double_q, args.no_progress) == (False, False, True)
+    assert (args.vdn_hidden, args.eval_seeds, args.lr, args.num_rounds) == ([32], [1000], 0.001, 4)
+    assert env_config_from_args(args).download is False
+    args = parse_with_config_file(parser, ["--config", str(path), "--download", "--eval-seeds", "7", "8"])
+    assert (args.download, args.eval_seeds) == (True, [7, 8])  # flags win over the file
+
+
+@pytest.mark.parametrize("text,message", [
+    ("download: maybe\n", "key 'download': 'maybe' is not a boolean"),
+    ("num_rounds: many\n", "key 'num_rounds': 'many' is not a valid int for --num-rounds"),
+    ("num_rounds: [3, 4]\n", "key 'num_rounds': [3, 4] is not one value; --num-rounds takes one"),
+    ("vdn_hidden: [32, wide]\n", "key 'vdn_hidden': 'wide' is not a valid int for --vdn-hidden"),
+    ("eval_seeds: {first: 1000}\n", "key 'eval_seeds': {'first': 1000} is not one value"),
+    ("preset: mnist-huge\n", "key 'preset': 'mnist-huge' is not allowed for --preset; allowed: "),
+    ("device: true\n", "key 'device': True is not a valid str for --device"),
+])
+def test_bad_config_file_values_fail_before_training_with_one_line(text, message, tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main(["--config", str(path), "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert exit_info.value.code == 2
+    error = error_line(capsys.readouterr().err)
+    assert f"config file {path}: {message}" in error
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -53,3 +53,30 @@ def test_group_constants_are_the_groups_used():
     constants = {config_module.FEDERATION, config_module.LOCAL_TRAINING, config_module.AGGREGATION,
                  config_module.TRACES, config_module.OBSERVATION_REWARD, config_module.ENGINE}
     assert constants == GROUPS
+
+
+def test_numpy_values_become_plain_python_types():
+    import numpy as np
+
+    config = EnvConfig(num_clients=np.int64(4), lr=np.float32(0.25), download=np.bool_(True),
+                       dataset=np.str_("mnist5k"), round_deadline_s=np.array(2.5), test_samples=None)
+    values = [(config.num_clients, int), (config.lr, float), (config.download, bool), (config.dataset, str),
+              (config.round_deadline_s, float)]
+    assert all(type(value) is kind for value, kind in values)
+    assert (config.num_clients, config.lr, config.round_deadline_s) == (4, 0.25, 2.5)
+    assert EnvConfig.from_json(config.to_json()) == config
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("num_clients", "3", "num_clients='3' must be of type int, not str"),
+    ("download", "false", "download='false' must be of type bool, not str"),
+    ("lr", True, "lr=True must be of type float, not bool"),
+    ("round_deadline_s", "soon", "round_deadline_s='soon' must be of type float or None, not str"),
+    ("dataset", 3, "dataset=3 must be of type str, not int"),
+])
+def test_wrong_types_are_refused_on_construction_naming_the_field(field, value, message):
+    with pytest.raises(ValueError) as error:
+        EnvConfig(**{field: value})
+    assert message in str(error.value)
+    with pytest.raises(ValueError):
+        EnvConfig.from_dict({field: value})

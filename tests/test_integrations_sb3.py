@@ -31,7 +31,8 @@ def test_c10_ppo_with_seed_truncation_flag_and_episode_statistics(tmp_path):
         _, rewards, dones, infos = venv.step(np.ones(6, dtype=np.int64))
         assert dones.all() == (round_index == 2)
     assert all(info["TimeLimit.truncated"] is True and "terminal_observation" in info for info in infos)
-    assert np.allclose(rewards[:3], rewards[0]) and np.allclose(rewards[3:], rewards[3])  # one team reward per federation
+    # one team reward per federation
+    assert np.allclose(rewards[:3], rewards[0]) and np.allclose(rewards[3:], rewards[3])
 
 
 def test_flat_observation_keeps_the_mask_for_maskable_ppo():
@@ -42,3 +43,47 @@ def test_flat_observation_keeps_the_mask_for_maskable_ppo():
     masks = venv.env_method("action_masks")
     assert np.array_equal(np.stack(masks), observations[:, -2:] > 0.5)
     assert sum(m[1] for m in masks) == 2 and all(m[0] for m in masks)
+
+
+def plain_episode(config, seed, rounds):
+    """A plain env's observations at reset and infos after ``rounds`` steps with every action 1."""
+    from fedenv.env import ClientSelectionEnv
+    from fedenv.integrations.flat import flatten_observations
+
+    env = ClientSelectionEnv(config)
+    observations, infos = env.reset(seed=seed)
+    start = np.stack(list(flatten_observations(observations, "append").values()))
+    for _ in range(rounds):
+        _, _, _, _, infos = env.step({agent: 1 for agent in env.agents})
+    return start, infos
+
+
+def test_copies_of_the_vec_env_play_different_federations():
+    from fedenv.integrations.sb3 import sb3_vec_env
+    from fedenv.vector import federation_seeds
+
+    venv = sb3_vec_env(TINY, num_envs=2)
+    unseeded = venv.reset()  # PPO(seed=None) resets without a seed
+    assert not np.allclose(unseeded[:3], unseeded[3:])
+    venv.seed(7)
+    seeded = venv.reset()
+    for k, seed in enumerate(federation_seeds(7, 2)):
+        assert np.allclose(seeded[3 * k:3 * (k + 1)], plain_episode(TINY, seed, 0)[0], atol=1e-6)
+
+
+def test_last_step_infos_are_the_finished_rounds_and_reset_infos_are_kept_apart():
+    from fedenv.integrations.sb3 import sb3_vec_env
+    from fedenv.vector import federation_seeds
+
+    venv = sb3_vec_env(TINY, num_envs=1)
+    venv.seed(4)
+    venv.reset()
+    for _ in range(TINY.num_rounds):
+        _, _, dones, infos = venv.step(np.ones(3, dtype=np.int64))
+    assert dones.all()
+    _, expected = plain_episode(TINY, federation_seeds(4, 1)[0], TINY.num_rounds)
+    for i, agent in enumerate(("client_0", "client_1", "client_2")):
+        assert infos[i]["round"] == TINY.num_rounds
+        assert infos[i]["accuracy"] == expected[agent]["accuracy"]
+        assert infos[i]["wall_clock_s"] == expected[agent]["wall_clock_s"]
+        assert venv.unwrapped.reset_infos[i]["round"] == 0

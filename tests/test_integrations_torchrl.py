@@ -1,5 +1,7 @@
 """TorchRL glue: the wrapped environment passes TorchRL's spec check and keeps every info key."""
 
+import pytest
+
 from fedenv.config import EnvConfig
 
 TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
@@ -18,3 +20,21 @@ def test_torchrl_wrapper_passes_check_env_specs_and_keeps_every_info_key():
     rollout = env.rollout(3)
     assert rollout["next", "agents", "info", "accuracy"].shape == (3, 3)
     assert rollout["next", "truncated"][-1].all()
+
+
+def test_episode_end_keeps_the_finished_rounds_infos():
+    from fedenv.env import ClientSelectionEnv
+    from fedenv.integrations.torchrl import torchrl_env
+
+    env = torchrl_env(TINY, seed=3)
+    rollout = env.rollout(TINY.num_rounds + 1, policy=lambda td: td.set(("agents", "action"), td[
+        "agents", "action_mask"][..., 1].long()), break_when_any_done=False)
+    plain = ClientSelectionEnv(TINY)
+    plain.reset(seed=3)
+    plain.reset()  # TorchRL seeds with a reset, and its rollout resets again: the seed's second episode
+    for _ in range(TINY.num_rounds):
+        _, _, _, _, infos = plain.step({agent: 1 for agent in plain.agents})
+    last = rollout[TINY.num_rounds - 1]["next", "agents", "info"]
+    assert last["round"].tolist() == [TINY.num_rounds] * 3
+    assert last["accuracy"][0].item() == pytest.approx(infos["client_0"]["accuracy"], abs=1e-6)
+    assert rollout[TINY.num_rounds]["agents", "info", "round"].tolist() == [0, 0, 0]  # the next episode's reset

@@ -15,6 +15,7 @@ BenchMARL's VDN and QMIX read the action mask and the global ``state``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from benchmarl.environments.common import Task, TaskClass
@@ -23,6 +24,7 @@ from torchrl.envs import EnvBase
 
 from fedenv.config import EnvConfig
 from fedenv.integrations.torchrl import torchrl_env
+from fedenv.vector import federation_seeds
 
 
 def _keep(env: EnvBase, key: str) -> Composite:
@@ -40,8 +42,21 @@ class FedEnvTaskClass(TaskClass):
     """BenchMARL task class: ``config`` holds :class:`~fedenv.config.EnvConfig` fields."""
 
     def get_env_fun(self, num_envs: int, continuous_actions: bool, seed: int | None, device) -> Callable[[], EnvBase]:
+        """A function building one TorchRL environment per call; BenchMARL's ``SerialEnv`` calls it once
+        for its metadata, then once per copy. Call i seeds its federation with the i-th seed of
+        :func:`~fedenv.vector.federation_seeds` of ``seed``, so the copies play different federations
+        and the same experiment seed gives the same ones (``seed=None``: each copy draws its own).
+        Under ``parallel_collection=True`` (TorchRL ``ParallelEnv``) every worker gets a pickled copy of
+        the function, so seed that env with ``set_seed`` instead."""
         config = EnvConfig.from_dict(self.config).validate()
-        return lambda: torchrl_env(config, seed=seed, device=device)
+        calls = itertools.count()
+
+        def make_env() -> EnvBase:
+            index = next(calls)
+            copy_seed = None if seed is None else federation_seeds(seed, index + 1)[index]
+            return torchrl_env(config, seed=copy_seed, device=device)
+
+        return make_env
 
     def supports_continuous_actions(self) -> bool:
         return False

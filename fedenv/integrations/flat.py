@@ -21,14 +21,8 @@ class FlatObservation(BaseParallelWrapper):
 
     def __init__(self, env: ClientSelectionEnv, mask: str = "append"):
         super().__init__(env)
-        if mask not in MASK_MODES:
-            raise ValueError(f"mask={mask!r} is not known; allowed: {', '.join(MASK_MODES)}")
         self.mask = mask
-        inner = env.observation_space(env.possible_agents[0])["observation"]
-        low, high = inner.low, inner.high
-        if mask == "append":
-            low, high = np.concatenate([low, [0.0, 0.0]]), np.concatenate([high, [1.0, 1.0]])
-        self._space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self._space = flat_observation_space(env, mask)
 
     def observation_space(self, agent):
         return self._space
@@ -40,6 +34,21 @@ class FlatObservation(BaseParallelWrapper):
     def step(self, actions):
         observations, rewards, terminations, truncations, infos = self.env.step(actions)
         return flatten_observations(observations, self.mask), rewards, terminations, truncations, infos
+
+
+def flat_observation_space(env: ClientSelectionEnv, mask: str) -> spaces.Box:
+    """The float32 ``Box`` of one agent's flat observation (:func:`flatten_observations`).
+
+    Raises:
+        ValueError: unknown ``mask`` mode.
+    """
+    if mask not in MASK_MODES:
+        raise ValueError(f"mask={mask!r} is not known; allowed: {', '.join(MASK_MODES)}")
+    inner = env.observation_space(env.possible_agents[0])["observation"]
+    low, high = inner.low, inner.high
+    if mask == "append":
+        low, high = np.concatenate([low, [0.0, 0.0]]), np.concatenate([high, [1.0, 1.0]])
+    return spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
 
 def flatten_observations(observations: dict, mask: str) -> dict:

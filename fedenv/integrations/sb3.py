@@ -1,13 +1,16 @@
-"""Stable-Baselines3 glue (optional extra ``pip install -e ".[sb3]"``; SB3 and SuperSuit are imported only
-when a function here is called).
+"""Stable-Baselines3 glue (optional extra ``pip install -e ".[sb3]"``; SB3 is imported only when a function
+here is called).
 
 :func:`sb3_vec_env` turns the environment into an SB3 ``VecEnv`` whose sub-environments are the agents
-(one shared policy for all clients, FedMarl's parameter sharing), over SuperSuit's
-``pettingzoo_env_to_vec_env_v1`` and ``concat_vec_envs_v1``. It closes three gaps of the plain SuperSuit
-wrapper: ``PPO(seed=...)`` works (the vector env has ``seed``; the next reset uses it), a time-limit end
-is reported as ``done`` with ``infos[i]["TimeLimit.truncated"] = True`` (SB3 then bootstraps from
-``infos[i]["terminal_observation"]``), and episode statistics come from ``VecMonitor``
-(``rollout/ep_rew_mean`` is the mean team return).
+(one shared policy for all clients, FedMarl's parameter sharing) of ``num_envs`` federations stepped
+together by :class:`~fedenv.vector.VectorClientSelectionEnv`. ``PPO(seed=...)`` works (the vector env
+has ``seed``; the next reset expands it into one seed per federation with
+:func:`~fedenv.vector.federation_seeds`; without a seed every federation draws its own). A finished
+federation is reset at once, as SB3's ``DummyVecEnv`` does: the step's infos stay those of the round
+just played (``done``, ``infos[i]["TimeLimit.truncated"]`` for a time-limit end, so that SB3 bootstraps
+from ``infos[i]["terminal_observation"]``), and the new episode's reset infos go to
+``venv.reset_infos[i]``. Episode statistics come from ``VecMonitor`` (``rollout/ep_rew_mean`` is the
+mean team return).
 
 Masked agents: SB3's algorithms do not apply action masks. A non-candidate's action is ignored by the
 environment (it counts as 0) but its transition still enters the rollout with the team reward, as noise.
@@ -25,90 +28,32 @@ import numpy as np
 
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
-from fedenv.env import ClientSelectionEnv
 from fedenv.fileio import atomic_write_text
-from fedenv.integrations.flat import FlatObservation, flatten_observations
+from fedenv.integrations.flat import flatten_observations
+from fedenv.vector import VectorClientSelectionEnv
 
 
 def sb3_vec_env(config: EnvConfig, num_envs: int = 1, mask: str = "append"):
-    """A ready Stable-Baselines3 ``VecEnv`` over ``num_envs`` copies of the environment.
+    """A ready Stable-Baselines3 ``VecEnv`` over ``num_envs`` federations of one configuration.
 
     Args:
         config: the environment's configuration.
-        num_envs: independent federations; the VecEnv has ``num_envs * num_clients`` sub-environments.
+        num_envs: independent federations (different seeds); the VecEnv has ``num_envs * num_clients``
+            sub-environments, federation k's agents in rows ``k * num_clients`` to ``(k + 1) * num_clients - 1``.
         mask: ``append`` (flat observation ends with the action mask; ``action_masks()`` available for
             MaskablePPO) or ``drop``.
 
     Returns:
         ``VecMonitor(...)`` of the vector env (module docstring).
+
+    Raises:
+        ValueError: an unknown ``mask``, ``num_envs < 1`` or an invalid configuration.
     """
-    import supersuit
     from stable_baselines3.common.vec_env import VecMonitor
 
-    flat = FlatObservation(ClientSelectionEnv(config), mask)
-    vec = supersuit.concat_vec_envs_v1(supersuit.pettingzoo_env_to_vec_env_v1(flat), num_envs, base_class="gymnasium")
-    return VecMonitor(_sb3_vec_env_class()(vec, mask))
+    from fedenv.integrations.sb3_vec_env import FederationsVecEnv
 
-
-def _sb3_vec_env_class():
-    from stable_baselines3.common.vec_env import VecEnv
-
-    class GymnasiumToSB3VecEnv(VecEnv):
-        """SB3 ``VecEnv`` over a gymnasium-style vector env of agents (see the module docstring)."""
-
-        def __init__(self, venv, mask: str):
-            self.venv = venv
-            self.mask = mask
-            super().__init__(venv.num_envs, venv.observation_space, venv.action_space)
-            self._last_obs = None
-            self._actions = None
-
-        def reset(self):
-            seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-            observations, infos = self.venv.reset(seed=seed)
-            self._reset_seeds()
-            self.reset_infos = list(infos)
-            self._last_obs = observations
-            return observations
-
-        def step_async(self, actions):
-            self._actions = actions
-
-        def step_wait(self):
-            observations, rewards, terminations, truncations, infos = self.venv.step(self._actions)
-            dones = np.logical_or(terminations, truncations)
-            infos = [dict(info) for info in infos]
-            for i, info in enumerate(infos):
-                if dones[i]:
-                    info["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
-            self._last_obs = observations
-            return observations, np.asarray(rewards, dtype=np.float32), dones, infos
-
-        def action_masks(self) -> np.ndarray:
-            """``(num_envs, 2)`` bool masks of the current observations (needs ``mask="append"``)."""
-            if self.mask != "append":
-                raise ValueError("action_masks() needs the mask in the observation: build with mask='append'")
-            return self._last_obs[:, -2:] > 0.5
-
-        def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
-            if method_name == "action_masks":
-                masks = self.action_masks()
-                return [masks[i] for i in self._get_indices(indices)]
-            raise AttributeError(f"sub-environments have no method {method_name!r} here")
-
-        def close(self):
-            self.venv.close()
-
-        def get_attr(self, attr_name, indices=None):
-            return [getattr(self, attr_name, None) for _ in self._get_indices(indices)]
-
-        def set_attr(self, attr_name, value, indices=None):
-            setattr(self, attr_name, value)
-
-        def env_is_wrapped(self, wrapper_class, indices=None):
-            return [False for _ in self._get_indices(indices)]
-
-    return GymnasiumToSB3VecEnv
+    return VecMonitor(FederationsVecEnv(VectorClientSelectionEnv(config, num_envs), mask))
 
 
 SB3_ALGORITHMS = ("PPO", "DQN", "A2C", "MaskablePPO")

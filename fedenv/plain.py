@@ -1,0 +1,53 @@
+"""Configuration values as plain Python types, checked against a dataclass field's type hint.
+
+Parameter sweeps hand numpy scalars and 0-d arrays to configurations; they become ``int``/``float``/
+``bool``/``str`` here, so a configuration serialises to JSON and pickles into a checkpoint that
+``torch.load(weights_only=True)`` reads back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+
+import numpy as np
+
+
+def plain_value(name: str, value, hint):
+    """``value`` as the plain Python type of ``hint``: ``int``, ``float``, ``bool``, ``str``,
+    ``tuple[int, ...]``, or one of them ``| None``.
+
+    Raises:
+        ValueError: ``value`` is not of that type (names ``name``, the value and the type expected);
+            a ``bool`` is not taken for a number, nor a number for a ``bool``.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None and type(None) in options:
+        return None
+    hint = next(option for option in options if option is not type(None))
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, (tuple, list, np.ndarray)):
+            raise ValueError(f"{name}={value!r} must be a sequence of integers")
+        return tuple(plain_value(name, v, int) for v in value)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if hint is bool and is_bool:
+        return bool(value)
+    if hint is int and isinstance(value, (int, np.integer)) and not is_bool:
+        return int(value)
+    if hint is float and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
+        return float(value)
+    if hint is str and isinstance(value, str):
+        return str(value)
+    expected = " or ".join("None" if o is type(None) else getattr(o, "__name__", str(o)) for o in options)
+    raise ValueError(f"{name}={value!r} must be of type {expected}, not {type(value).__name__}")
+
+
+def plain_fields(instance, prefix: str = "") -> None:
+    """Replace every field of dataclass ``instance`` by :func:`plain_value` of it (for ``__post_init__``);
+    error messages name the field as ``PREFIXname``."""
+    hints = typing.get_type_hints(type(instance))
+    for f in dataclasses.fields(instance):
+        setattr(instance, f.name, plain_value(prefix + f.name, getattr(instance, f.name), hints[f.name]))
