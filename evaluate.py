@@ -10,8 +10,9 @@ policy ``vdn`` is available.
 Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
 results.csv): the learned policies with probing (every candidate trains a probing epoch before the
 decision), the pre-selection baselines without (only the selected clients train), so that each is
-charged for what it makes clients do. ``--probing`` or ``--no-probing`` runs every policy in that mode;
-a checkpoint's probing setting is not used.
+charged for what it makes clients do. ``--probing on`` or ``--probing off`` runs every policy in that
+mode (``--probing policy``, the default, keeps each policy's own); a checkpoint's probing setting is not
+used.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
 FIRST_EVAL_SEED = 1000
+PROBING_MODES = {"policy": None, "on": True, "off": False}
+"""``--probing`` values: None runs each policy in its own mode (``Policy.probes``)."""
 
 
 def build_parser() -> FlagParser:
@@ -56,7 +59,11 @@ def build_parser() -> FlagParser:
                              "given on the command line override it")
     parser.add_argument("--no-progress", action="store_true",
                         help="hide the progress bar (for logs and batch jobs)")
-    add_env_arguments(parser)
+    parser.add_argument("--probing", choices=tuple(PROBING_MODES), default="policy", dest="probing_mode",
+                        help="'policy': each policy in its own mode (learned policies probe, pre-selection "
+                             "baselines do not); 'on' / 'off': every policy with / without the probing epoch "
+                             "(default: %(default)s)")
+    add_env_arguments(parser, skip=("probing",))
     return parser
 
 
@@ -110,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=args.probing)
+        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=PROBING_MODES[args.probing_mode])
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

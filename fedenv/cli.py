@@ -96,12 +96,12 @@ def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = 
     return dataclasses.replace(base, **values)
 
 
-def add_env_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--preset`` and one flag per :class:`EnvConfig` field."""
+def add_env_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """``--preset`` and one flag per :class:`EnvConfig` field (but those named in ``skip``)."""
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="a paper task of FedMarl's evaluation (fedenv.presets: 100 clients, 10 candidates, "
                              "5 local epochs, the task's dataset and model); other flags override its values")
-    add_dataclass_arguments(parser, EnvConfig, allowed=CHOICES)
+    add_dataclass_arguments(parser, EnvConfig, skip=skip, allowed=CHOICES)
 
 
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:

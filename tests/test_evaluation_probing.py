@@ -63,8 +63,8 @@ def test_table_and_results_show_each_policys_mode(probing_fedavg_registered, tmp
     assert latency["fedavg"] <= latency["probing-fedavg"]  # the same clients, not charged for probing
 
 
-@pytest.mark.parametrize("flag,mode", [("--probing", "True"), ("--no-probing", "False")])
+@pytest.mark.parametrize("flag,mode", [(("--probing", "on"), "True"), (("--probing", "off"), "False")])
 def test_the_flag_sets_every_policys_mode(probing_fedavg_registered, tmp_path, capsys, flag, mode):
-    assert evaluate.main(["--policies", "fedavg,probing-fedavg", *TINY_FLAGS, flag, "--out", str(tmp_path)]) == 0
+    assert evaluate.main(["--policies", "fedavg,probing-fedavg", *TINY_FLAGS, *flag, "--out", str(tmp_path)]) == 0
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert [row["probing"] for row in rows] == [mode, mode]
