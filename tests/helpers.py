@@ -1,4 +1,4 @@
-"""Helpers for the tests: tiny idx data folders and tiny trace files."""
+"""Helpers for the tests: a tiny federation, tiny idx data folders and tiny trace files."""
 
 from __future__ import annotations
 
@@ -7,6 +7,16 @@ import struct
 from pathlib import Path
 
 import numpy as np
+
+from fedenv.config import EnvConfig
+
+TINY_FEDERATION = dict(num_clients=3, clients_per_round=3, num_rounds=2, device="cpu")
+"""The smallest federation the env tests play: every client a candidate every round, two rounds, on the CPU."""
+
+
+def tiny_config(**overrides) -> EnvConfig:
+    """:data:`TINY_FEDERATION` on 200 test samples, with ``overrides`` (fields of :class:`EnvConfig`)."""
+    return EnvConfig(**{**TINY_FEDERATION, "test_samples": 200, **overrides})
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
