@@ -19,6 +19,22 @@ def tiny_config(**overrides) -> EnvConfig:
     return EnvConfig(**{**TINY_FEDERATION, "test_samples": 200, **overrides})
 
 
+def expected_round_latency_s(simulator, selected: np.ndarray) -> float:
+    """The latency of the round ``simulator`` is in, with the candidates ``selected`` finishing, recomputed
+    from the trace replay (FedMarl, arXiv 2201.02932, Section 3): the slowest probing candidate (download
+    + one epoch) plus the slowest selected client (remaining epochs + upload), s. For models without
+    BatchNorm (every epoch trains all of a client's samples) and without a round deadline."""
+    replay, t, data_size = simulator.replay, simulator.round, simulator.clients.data_size
+    upload_kbps, download_kbps = replay.bandwidth_kbps(t)
+    candidates = simulator.candidates
+    probe_s = replay.transfer_s(download_kbps[candidates]) + replay.compute_s(candidates, data_size[candidates], t)
+    if len(selected) == 0:
+        return float(probe_s.max())
+    rest = (simulator.config.local_epochs - 1) * data_size[selected]
+    finish_s = replay.compute_s(selected, rest, t) + replay.transfer_s(upload_kbps[selected])
+    return float(probe_s.max() + finish_s.max())
+
+
 def write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
     """Write ``array`` (uint8) in LeCun's idx format, gzipped when ``compress``."""
     header = bytes([0, 0, 0x08, array.ndim]) + b"".join(struct.pack(">I", n) for n in array.shape)
