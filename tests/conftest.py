@@ -1,4 +1,4 @@
-"""Shared fixtures."""
+"""Shared fixtures: the tiny federation (see :func:`tests.helpers.tiny_config`) and trace files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,31 @@ import json
 
 import pytest
 
+from fedenv.env import ClientSelectionEnv
+from tests.helpers import tiny_config as make_tiny_config
 from tests.helpers import trace_document
+
+
+@pytest.fixture
+def tiny_config():
+    """An :class:`~fedenv.config.EnvConfig` of 3 clients, all 3 candidates, 2 rounds, CPU, 200 test samples."""
+    return make_tiny_config()
+
+
+@pytest.fixture
+def tiny_env(tiny_config):
+    """A :class:`~fedenv.env.ClientSelectionEnv` on ``tiny_config`` (not reset)."""
+    return ClientSelectionEnv(tiny_config)
+
+
+@pytest.fixture
+def make_env():
+    """Build a :class:`~fedenv.env.ClientSelectionEnv` on the tiny federation with field overrides."""
+
+    def make(**overrides) -> ClientSelectionEnv:
+        return ClientSelectionEnv(make_tiny_config(**overrides))
+
+    return make
 
 
 @pytest.fixture

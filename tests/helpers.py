@@ -1,4 +1,4 @@
-"""Helpers for the tests: tiny idx data folders and tiny trace files."""
+"""Helpers for the tests: a tiny federation, tiny idx data folders and tiny trace files."""
 
 from __future__ import annotations
 
@@ -7,6 +7,32 @@ import struct
 from pathlib import Path
 
 import numpy as np
+
+from fedenv.config import EnvConfig
+
+TINY_FEDERATION = dict(num_clients=3, clients_per_round=3, num_rounds=2, device="cpu")
+"""The smallest federation the env tests play: every client a candidate every round, two rounds, on the CPU."""
+
+
+def tiny_config(**overrides) -> EnvConfig:
+    """:data:`TINY_FEDERATION` on 200 test samples, with ``overrides`` (fields of :class:`EnvConfig`)."""
+    return EnvConfig(**{**TINY_FEDERATION, "test_samples": 200, **overrides})
+
+
+def expected_round_latency_s(simulator, selected: np.ndarray) -> float:
+    """The latency of the round ``simulator`` is in, with the candidates ``selected`` finishing, recomputed
+    from the trace replay (FedMarl, arXiv 2201.02932, Section 3): the slowest probing candidate (download
+    + one epoch) plus the slowest selected client (remaining epochs + upload), s. For models without
+    BatchNorm (every epoch trains all of a client's samples) and without a round deadline."""
+    replay, t, data_size = simulator.replay, simulator.round, simulator.clients.data_size
+    upload_kbps, download_kbps = replay.bandwidth_kbps(t)
+    candidates = simulator.candidates
+    probe_s = replay.transfer_s(download_kbps[candidates]) + replay.compute_s(candidates, data_size[candidates], t)
+    if len(selected) == 0:
+        return float(probe_s.max())
+    rest = (simulator.config.local_epochs - 1) * data_size[selected]
+    finish_s = replay.compute_s(selected, rest, t) + replay.transfer_s(upload_kbps[selected])
+    return float(probe_s.max() + finish_s.max())
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool) -> None:

@@ -12,11 +12,11 @@ from torch import nn
 
 from fedenv.cli import env_config_from_args
 from fedenv.data import LEAF_LETTERS, Dataset, load_dataset, partition_natural, read_cifar10_batch
-from fedenv.env import ClientSelectionEnv
 from fedenv.engine import Federation, LocalTrainingConfig, make_schedule, train_batched, train_reference
+from fedenv.env import ClientSelectionEnv
 from fedenv.models import LSTMLayer, build_model, count_macs, has_batchnorm
 from fedenv.presets import PRESETS, apply_preset
-from tests.helpers import make_cifar10_folder, make_leaf_folder, make_torchvision_folder
+from tests.helpers import TINY_FEDERATION, make_cifar10_folder, make_leaf_folder, make_torchvision_folder
 from tests.test_traces_importers import CALLS, Payload
 from train_agents import build_parser
 
@@ -145,7 +145,7 @@ def test_cifar10_folder_reads_with_per_channel_standardisation(tmp_path):
     arrays = make_cifar10_folder(tmp_path, per_batch=6, n_test=4)
     data = load_dataset("cifar10", str(tmp_path))
     assert data.train_x.shape == (30, 3, 32, 32) and data.test_x.shape == (4, 3, 32, 32)
-    assert data.train_y.tolist() == sum((arrays[f"data_batch_{i}"][1] for i in range(1, 6)), [])
+    assert data.train_y.tolist() == [label for i in range(1, 6) for label in arrays[f"data_batch_{i}"][1]]
     assert torch.allclose(data.train_x.mean(dim=(0, 2, 3)), torch.zeros(3), atol=1e-5)
     assert torch.allclose(data.train_x.std(dim=(0, 2, 3)), torch.ones(3), atol=1e-4)
     # channel-major layout: the first 1024 bytes of a row are the red plane
@@ -159,12 +159,12 @@ def test_cifar10_folder_reads_with_per_channel_standardisation(tmp_path):
 def test_cifar10_errors_name_the_missing_file_and_refuse_code(tmp_path):
     make_cifar10_folder(tmp_path, per_batch=2, n_test=2)
     (tmp_path / "cifar-10-batches-py" / "test_batch").unlink()
-    with pytest.raises(FileNotFoundError, match="no test_batch in .*cifar-10-batches-py"):
+    with pytest.raises(FileNotFoundError, match=r"no test_batch in .*cifar-10-batches-py"):
         load_dataset("cifar10", str(tmp_path))
     CALLS.clear()
     evil = tmp_path / "evil"
     evil.write_bytes(pickle.dumps({b"data": Payload(), b"labels": [0]}, protocol=2))
-    with pytest.raises(ValueError, match="refused to load tests.test_traces_importers.record_call"):
+    with pytest.raises(ValueError, match=r"refused to load tests\.test_traces_importers\.record_call"):
         read_cifar10_batch(evil)
     assert CALLS == []
 
@@ -271,26 +271,31 @@ def test_every_preset_plays_a_short_episode(tmp_path, name):
     preset_folder(name, tmp_path)
     config = apply_preset(name)
     assert (config.num_clients, config.clients_per_round, config.local_epochs) == (100, 10, 5)
-    small = dict(data_root=str(tmp_path), num_clients=3, clients_per_round=3, num_rounds=2, local_epochs=2,
-                 batch_size=4, min_client_size=8, device="cpu")
+    small = dict(TINY_FEDERATION, data_root=str(tmp_path), local_epochs=2, batch_size=4, min_client_size=8)
     if name == "fmnist-resnet18":  # ResNet-18 is slow on a CPU: few samples, split evenly
         small["partition"] = "iid"
     env = ClientSelectionEnv(config, **small)
-    observations, _ = env.reset(seed=0)
+    env.reset(seed=0)
     initial = {n: p.clone() for n, p in env.simulator.federation.global_params.items()}
     rewards, steps = [], 0
     while env.agents:
-        observations, reward, terminations, truncations, infos = env.step({a: 1 for a in env.agents})
+        _, reward, terminations, truncations, infos = env.step({a: 1 for a in env.agents})
         rewards += list(reward.values())
         steps += 1
     assert steps == 2 and all(truncations.values()) and not any(terminations.values())
     assert all(math.isfinite(r) for r in rewards)
     assert any(not torch.equal(initial[n], p) for n, p in env.simulator.federation.global_params.items())
-    assert 0.0 <= env.simulator.accuracy <= 1.0
+    federation = env.simulator.federation  # the reported accuracy is the global model's on the test split
+    logits = federation.logits({n: p.unsqueeze(0) for n, p in federation.global_params.items()}, federation.test_x,
+                               {n: b.unsqueeze(0) for n, b in federation.global_buffers.items()})[0]
+    accuracy = float((logits.argmax(dim=1) == federation.test_y).double().mean())
+    assert env.simulator.accuracy == pytest.approx(accuracy)
+    assert infos["client_0"]["accuracy"] == pytest.approx(accuracy)
     assert env.config.dataset == PRESETS[name]["dataset"] and env.config.model == PRESETS[name]["model"]
     if name == "fmnist-resnet18":  # BatchNorm: latency counts the full batches trained, not the data size
-        candidates = np.flatnonzero(env.simulator.clients.epoch_samples)
-        assert env.simulator.clients.epoch_samples[candidates].tolist() == (env.simulator.clients.data_size[candidates] // 4 * 4).tolist()
+        clients = env.simulator.clients
+        candidates = np.flatnonzero(clients.epoch_samples)
+        assert clients.epoch_samples[candidates].tolist() == (clients.data_size[candidates] // 4 * 4).tolist()
     if name == "shakespeare-lstm":  # one speaking role per client
         assert all(len(np.unique(env.simulator.dataset.train_owner[i])) == 1 for i in env.simulator.client_indices)
 

@@ -3,10 +3,11 @@ import pytest
 import torch
 
 import fedenv
-from agents.trainer import train_vdn
 from agents.config import VDNConfig
+from agents.trainer import train_vdn
 from fedenv.config import EnvConfig
 from fedenv.vector import VectorClientSelectionEnv
+from tests.helpers import tiny_config
 
 CONFIG = EnvConfig(num_clients=5, clients_per_round=4, num_rounds=4, local_epochs=2, momentum=0.5, fedprox_mu=0.01)
 
@@ -16,9 +17,8 @@ def actions_for(agents, round_index, offset):
 
 
 # ResNet-18: BatchNorm buffers per client and per federation; tiny clients (xclass gives 8 samples each)
-BATCHNORM = EnvConfig(model="resnet18", num_clients=3, clients_per_round=3, num_rounds=2, local_epochs=2,
-                      batch_size=8, partition="xclass", xclass_noniid_clients=1, xclass_samples=8, test_samples=20,
-                      momentum=0.5, fedprox_mu=0.01)
+BATCHNORM = tiny_config(model="resnet18", local_epochs=2, batch_size=8, partition="xclass", xclass_noniid_clients=1,
+                        xclass_samples=8, test_samples=20, momentum=0.5, fedprox_mu=0.01)
 
 
 @pytest.mark.parametrize("config, seeds", [(CONFIG, [3, 11, 29]), (BATCHNORM, [3, 11])], ids=["mlp", "resnet18"])
@@ -65,8 +65,7 @@ def test_skipped_federation_is_left_alone_and_bad_input_is_rejected():
 
 
 def test_training_with_several_envs_plays_the_same_episodes_as_one_env():
-    tiny = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
-                     partition="iid", val_fraction=0.9)
+    tiny = tiny_config(num_rounds=3, local_epochs=1, batch_size=64, partition="iid", val_fraction=0.9)
     # no learning and no exploration: actions depend on the observations only
     config = VDNConfig(learning_starts=10_000, exploration_initial_eps=0.0, exploration_final_eps=0.0, n_step=1)
     one, sequential = train_vdn(tiny, config, episodes=5, progress=False, num_envs=1)
