@@ -20,8 +20,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from agents.trainer import train_vdn
 from agents.config import VDNConfig
+from agents.trainer import train_vdn
+from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.cli import (
     FlagParser,
     add_dataclass_arguments,
@@ -34,7 +35,6 @@ from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
-from fedenv.baselines import FedAvgPolicy, RandomPolicy
 
 DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)

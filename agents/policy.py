@@ -7,8 +7,8 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.vdn import QNetwork
-from fedenv.config import EnvConfig
 from fedenv.baselines import Policy
+from fedenv.config import EnvConfig
 
 
 class GreedyPolicy(Policy):

@@ -22,9 +22,9 @@ import time
 import numpy as np
 import torch
 
+from fedenv.baselines import FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedCMTS, SelectAll
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
-from fedenv.baselines import FedAvgPolicy, FedCAPolicy, FedAdpPolicy, FedCMTS, SelectAll
 
 
 class FedPdpPolicy(SelectAll):

@@ -14,4 +14,4 @@ ENV_ID = "fedenv/ClientSelection-v0"
 if ENV_ID not in pettingzoo.parallel_registry:
     pettingzoo.register("parallel", ENV_ID, entry_point="fedenv.env:parallel_env")
 
-__all__ = ["ClientSelectionEnv", "EnvConfig", "ENV_ID", "parallel_env"]
+__all__ = ["ENV_ID", "ClientSelectionEnv", "EnvConfig", "parallel_env"]

@@ -19,12 +19,12 @@ import dataclasses
 
 import numpy as np
 
+from fedenv.baselines import FedAvgPolicy
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.baselines import FedAvgPolicy
-from fedenv.reward import utility
 from fedenv.evaluation import run_episode
+from fedenv.reward import utility
 
 CALIBRATION_SEEDS = (10000, 10001, 10002, 10003, 10004)
 

@@ -5,9 +5,9 @@ import torch
 from agents.config import VDNConfig
 from agents.trainer import train_vdn, training_seed
 from agents.vdn import VDNLearner
+from fedenv.baselines import FedAvgPolicy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.baselines import FedAvgPolicy
 from fedenv.evaluation import run_episode
 
 TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=5, local_epochs=1, batch_size=64,

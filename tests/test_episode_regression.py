@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedenv.baselines import make_policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
-from fedenv.baselines import make_policy
 from fedenv.evaluation import run_episode
 
 PINNED = json.loads((Path(__file__).parent / "fixtures" / "pinned_episodes.json").read_text())

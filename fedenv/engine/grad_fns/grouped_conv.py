@@ -43,7 +43,7 @@ def stackable_layers(model: nn.Module) -> list[tuple[str, nn.Module]] | None:
             if (m.start_dim, m.end_dim) != (1, -1):
                 return None
             flattened = True
-        if isinstance(m, nn.Linear) and (m.bias is None or spatial and not flattened):
+        if isinstance(m, nn.Linear) and (m.bias is None or (spatial and not flattened)):
             return None
     return leaves
 
