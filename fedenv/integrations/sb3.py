@@ -75,6 +75,8 @@ class SB3Policy(Policy):
     """A trained Stable-Baselines3 model as a :class:`~fedenv.baselines.Policy` (deterministic actions;
     MaskablePPO gets the action masks). Save with :meth:`save`, load with :meth:`load`."""
 
+    probes = True  # learned on probing observations: runs with the probing epoch
+
     def __init__(self, model, algorithm: str, mask: str, env_config: EnvConfig, name: str | None = None):
         self.model, self.algorithm, self.mask, self.env_config = model, algorithm, mask, env_config
         self.name = name or f"sb3-{algorithm.lower()}"

@@ -33,6 +33,8 @@ class TorchRLPolicy(Policy):
     """A TorchRL policy module of one group ``"agents"`` (e.g. a BenchMARL experiment's
     ``experiment.policy``) as a :class:`~fedenv.baselines.Policy`: deterministic (exploration off)."""
 
+    probes = True  # learned on probing observations: runs with the probing epoch
+
     def __init__(self, module, name: str = "benchmarl"):
         self.module, self.name = module, name
 
