@@ -52,7 +52,7 @@ def fedca_subset(logits: torch.Tensor, labels: torch.Tensor, score: str = "ce") 
 
     Up to :data:`FEDCA_EXHAUSTIVE_LIMIT` uploads every non-empty subset is scored (ties go to the larger
     subset, then to the lower indices); above it, greedy forward selection adds the upload that improves
-    the score most until none does (our default, DESIGN.md section 7).
+    the score most until none does (our default, docs/design.md, section 8).
 
     Args:
         logits: ``(K, V, C)``; labels: ``(V,)``; score: ``acc`` or ``ce``.
