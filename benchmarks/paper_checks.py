@@ -240,7 +240,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--fedadp-model", default="mlp", help="model of check (a): mlp (default, affordable on a "
-                        "CPU) or lenet5 (the paper's CNN family, about 4x the cost)")
+                        "CPU) or lenet5 (the paper's CNN family, about 10x the cost per round on a CPU)")
     parser.add_argument("--fedadp-rounds", type=int, default=60)
     parser.add_argument("--x", type=int, default=1, help="classes per non-IID client in check (a) (paper: 1 or 2)")
     parser.add_argument("--samples", type=int, default=600, help="samples per client in check (a) (paper: 600)")
