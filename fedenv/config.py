@@ -99,8 +99,9 @@ class EnvConfig:
         "100, see --preset)"))
     clients_per_round: int = _field(10, FEDERATION, (
         "candidates drawn per round among the online clients, in [1, num_clients]; the agents choose "
-        "which of them upload. Named as LEAF's and FedAvg's sampled clients per round, which the "
-        "fixed baselines all select (our default 10: every client, as in FedMarl's default setting)"))
+        "which of them upload. Named as LEAF's and FedAvg's sampled clients per round. Our default 10 = "
+        "num_clients: every client is a candidate every round (FedMarl's agents choose among 10 candidates, "
+        "arXiv 2201.02932 p. 7, Fig. 6; FedCM samples 8 of 20, arXiv 2012.03270 Tables 3-5)"))
     num_rounds: int = _field(20, FEDERATION, (
         "FL rounds T per episode, >= 1; the episode is truncated after them (our default)"))
 
@@ -131,7 +132,7 @@ class EnvConfig:
     lr_decay: float = _field(1.0, LOCAL_TRAINING, (
         "factor in (0, 1] multiplying the local learning rate every round: round t (counted from 0) trains "
         "with lr * lr_decay**t (our default 1: constant; the fedadp policy sets FedAdp's 0.995 per "
-        "communication round, Wu and Wang, arXiv 2012.00661, setting of the Fig. 1 experiment)"))
+        "communication round, Wu and Wang, arXiv 2012.00661 Sec. III, setting of the Fig. 1 experiment)"))
 
     # ---------------------------------------------------------------- aggregation
     aggregation: str = _field("fedavg", AGGREGATION, (
@@ -142,7 +143,8 @@ class EnvConfig:
         "FedCA's validation score of a subset: acc (Dirac delta, accuracy) or ce (classification loss; "
         "our default, the score FedCM reports generalising better, arXiv 2012.03270 Fig. 2)"))
     fedadp_alpha: float = _field(5.0, AGGREGATION, (
-        "FedAdp's Gompertz parameter alpha > 0 (FedAdp's best value 5, arXiv 2012.00661 Sec. V)"))
+        "FedAdp's Gompertz parameter alpha > 0 (FedAdp's best value 5, arXiv 2012.00661, discussion of "
+        "Fig. 6: \"Empirically, the best alpha is 5\")"))
     fedpdp_unnormalised: bool = _field(False, AGGREGATION, (
         "fedpdp and fedca: use FedCM's Table 1 weights p_k |S| / |S_t| literally (p_k = n_k / all clients' "
         "samples; FedCA: |S_opt| for |S_t|, arXiv 2012.03270 Eq. 5), not renormalised; they sum to 1 only "
@@ -165,15 +167,19 @@ class EnvConfig:
         "rounds h of probing and upload latency history in each observation, >= 1 (our default; "
         "FedMarl's state holds a latency history of unstated length)"))
     utility: str = _field("exp64", OBSERVATION_REWARD, (
-        "accuracy utility U of the reward: exp64, (64**a - 1) / 63 (FAVOR's, adopted by FedMarl; "
-        "our default) or linear, U(a) = a"))
+        "accuracy utility U of the reward: exp64, (64**a - 1) / 63 (our default: an exponential utility "
+        "after FAVOR's, Wang et al., INFOCOM 2020, scaled to [0, 1]; FedMarl's reward, arXiv 2201.02932 "
+        "pp. 4-5, uses a utility responsive late in training whose formula the text we hold does not give) "
+        "or linear, U(a) = a"))
     accuracy_weight: float = _field(1.0, OBSERVATION_REWARD, (
-        "reward weight w1 >= 0 of the accuracy gain U(Acc(t)) - U(Acc(t-1))"))
+        "reward weight w1 >= 0 of the accuracy gain U(Acc(t)) - U(Acc(t-1)) (our default 1, the unit the "
+        "calibration rule fixes; FedMarl's weights are set per application, arXiv 2201.02932 Table 4)"))
     latency_weight: float = _field(3.68e-4, OBSERVATION_REWARD, (
         "reward weight w2 >= 0 per second of round latency; calibrated with python -m fedenv.calibrate "
-        "so that FedAvg's summed latency term is a quarter of its accuracy term (our default)"))
+        "so that FedAvg's summed latency term is a quarter of its accuracy term on training seeds "
+        "10000-10004 (our default; the rule and its quarter share are ours, docs/design.md section 5)"))
     comm_weight: float = _field(1.20e-3, OBSERVATION_REWARD, (
-        "reward weight w3 >= 0 per uploaded MB; calibrated like --latency-weight (our default)"))
+        "reward weight w3 >= 0 per uploaded MB; calibrated like --latency-weight (our default, our rule)"))
     target_accuracy: float | None = _field(None, OBSERVATION_REWARD, (
         "test accuracy in (0, 1] whose reaching ends the episode by termination (None: episodes end "
         "only by truncation after num_rounds)"))
