@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=PROBING_MODES[args.probing_mode])
+        compare(env_config, policies, seeds, out, progress=not args.no_progress,
+                probing=PROBING_MODES[args.probing_mode])
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

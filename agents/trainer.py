@@ -152,7 +152,8 @@ class Trainer:
         if not r.env.agents:
             info = infos[agent]
             r.summary = EpisodeSummary(r.team_return, info["accuracy"], info["wall_clock_s"],
-                                       r.uploads * r.env.simulator.model_size_mb, r.uploads / max(1, r.candidates), r.epsilon,
+                                       r.uploads * r.env.simulator.model_size_mb, r.uploads / max(1, r.candidates),
+                                       r.epsilon,
                                        r.td_losses, self.steps)
 
     def _train(self) -> list[float]:

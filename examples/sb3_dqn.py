@@ -29,7 +29,8 @@ def main(argv=None) -> None:
     config = EnvConfig(num_rounds=args.num_rounds, num_clients=args.num_clients, clients_per_round=args.num_clients)
     out = Path(args.out)
     steps = args.episodes * args.num_rounds * args.num_clients
-    model = DQN("MlpPolicy", sb3_vec_env(config, num_envs=1), seed=args.seed, gamma=1.0, learning_starts=args.num_clients,
+    model = DQN("MlpPolicy", sb3_vec_env(config, num_envs=1), seed=args.seed, gamma=1.0,
+                learning_starts=args.num_clients,
                 train_freq=1, gradient_steps=2, target_update_interval=10 * args.num_clients,
                 exploration_fraction=0.5, buffer_size=50_000, tensorboard_log=str(out / "tensorboard"), verbose=0)
     model.learn(total_timesteps=steps)

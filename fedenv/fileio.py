@@ -17,7 +17,8 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
     ``path`` (mode 0644). On any error the temporary file is removed and the error re-raised."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by the `with handle` below, deleted by the except
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
         with handle:
             write(handle)

@@ -17,7 +17,8 @@ feature                               scaling                                   
 ====================================  =================================================  ===========
 
 Histories hold zeros before a client has any. A non-finite value (a diverged client's loss) becomes
-the feature's upper bound (+inf) or 0 (NaN), so every observation stays finite and inside its Box. The reference latency is a per-configuration constant:
+the feature's upper bound (+inf) or 0 (NaN), so every observation stays finite and inside its Box.
+The reference latency is a per-configuration constant:
 the median over trace clients of one full local round (download, ``E`` epochs on the mean client
 size, upload) at each client's median bandwidth. ``global_accuracy`` is an addition to FedMarl's state:
 the accuracy term of the reward is a difference of utilities, so a state's value depends on the

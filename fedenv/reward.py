@@ -16,7 +16,8 @@ def utility(accuracy: float, kind: str = "exp64") -> float:
 
     ``exp64``: the exponential utility of FAVOR's reward ``64**(a - target) - 1`` (Wang et al.,
     "Optimizing federated learning on non-IID data with reinforcement learning", INFOCOM 2020), which
-    FedMarl adopts; shifted and scaled here to ``U(a) = (64**a - 1) / 63`` so that ``U(0) = 0`` and ``U(1) = 1``; its slope grows with
+    FedMarl adopts; shifted and scaled here to ``U(a) = (64**a - 1) / 63`` so that ``U(0) = 0`` and ``U(1) = 1``;
+    its slope grows with
     accuracy, so the reward stays responsive near the end of training. ``linear``: ``U(a) = a``.
 
     Args:

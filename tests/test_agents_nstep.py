@@ -57,7 +57,7 @@ def test_two_interleaved_episodes_in_their_own_windows_do_not_mix():
 def test_bad_window_and_capacity_are_rejected():
     with pytest.raises(ValueError, match="n_step=0"):
         NStepWindow(0, 0.9)
-    with pytest.raises(ValueError, match="gamma=1.5"):
+    with pytest.raises(ValueError, match=r"gamma=1\.5"):
         NStepWindow(1, 1.5)
     with pytest.raises(ValueError, match="capacity=0"):
         ReplayBuffer(0, K, D)

@@ -44,7 +44,8 @@ def test_test_samples_evaluates_every_env_on_the_same_fixed_subset():
 
     full = load_dataset("mnist5k")
     a, b = ClientSelectionEnv(test_samples=200, num_rounds=1), ClientSelectionEnv(test_samples=200, num_rounds=1)
-    assert len(a.simulator.dataset.test_y) == 200 and torch.equal(a.simulator.dataset.test_x, b.simulator.dataset.test_x)
+    assert len(a.simulator.dataset.test_y) == 200
+    assert torch.equal(a.simulator.dataset.test_x, b.simulator.dataset.test_x)
     assert len({tuple(row) for row in a.simulator.dataset.test_x.flatten(1)[:, ::7].tolist()}) == 200  # no repeats
     members = {tuple(row) for row in full.test_x.flatten(1)[:, ::7].tolist()}
     assert all(tuple(row) in members for row in a.simulator.dataset.test_x.flatten(1)[:, ::7].tolist())

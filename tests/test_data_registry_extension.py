@@ -66,7 +66,7 @@ def test_registered_dataset_partitioner_and_model_play_an_episode(toy_entries):
         assert infos[f"client_{k}"]["data_size"] == 60
     steps = 0
     while env.agents:
-        _, rewards, _, truncations, infos = env.step({agent: 1 for agent in env.agents})
+        _, _rewards, _, truncations, infos = env.step({agent: 1 for agent in env.agents})
         steps += 1
     assert steps == 2 and all(truncations.values())
     assert all(info["data_size"] == 60 and info["selected"] for info in infos.values())

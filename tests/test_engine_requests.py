@@ -32,6 +32,7 @@ def test_requests_of_two_federations_served_together_equal_each_served_alone(con
 def test_federations_with_other_optimiser_settings_are_not_trained_together():
     first, _, _, _ = round_inputs("mlp", CONFIGS[0], num_clients=2)
     other, _, _, _ = round_inputs("mlp", LocalTrainingConfig(batch_size=16, lr=0.1), num_clients=2)
-    requests = [TrainRequest(first, np.array([0]), 1, generators(1)), TrainRequest(other, np.array([0]), 1, generators(1))]
+    requests = [TrainRequest(first, np.array([0]), 1, generators(1)),
+                TrainRequest(other, np.array([0]), 1, generators(1))]
     with pytest.raises(ValueError, match="must share training data and optimiser settings"):
         train_together(requests)

@@ -25,7 +25,8 @@ def test_drop_last_leaves_out_partial_batches():
 
 
 def test_a_clients_minibatches_do_not_depend_on_other_clients():
-    a = make_schedule([np.arange(20), np.arange(50, 60)], 1, 5, [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)])
+    a = make_schedule([np.arange(20), np.arange(50, 60)], 1, 5,
+                      [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)])
     b = make_schedule([np.arange(50, 60)], 1, 5, [torch.Generator().manual_seed(2)])
     assert torch.equal(a.index[:2, 1], b.index[:, 0])
 

@@ -27,4 +27,5 @@ def test_write_results_writes_one_csv_row_per_episode_json_and_three_plots(tmp_p
     document = json.loads(paths["json"].read_text())
     assert document["episodes"]["random"][1]["rounds_to_fedavg"] is None
     assert document["env_config"]["num_clients"] == 3 and document["records"]["random"][1]["accuracy"][-1] == 0.55
-    assert all(paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for kind in ("accuracy_vs_round", "upload_vs_round"))
+    assert all(paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+               for kind in ("accuracy_vs_round", "upload_vs_round"))

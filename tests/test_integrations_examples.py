@@ -18,7 +18,8 @@ TINY_FLAGS = ["--num-rounds", "3", "--num-clients", "3", "--eval-episodes", "1"]
 def run_example(name, out, *extra):
     completed = subprocess.run([sys.executable, f"examples/{name}.py", "--out", str(out), *TINY_FLAGS, *extra],
                                check=False, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                               env={**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)})  # this checkout's fedenv
+                               # PYTHONPATH: this checkout's fedenv
+                               env={**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)})
     assert completed.returncode == 0, completed.stderr[-3000:]
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert {row["policy"] for row in rows} >= {"fedavg", "random"}

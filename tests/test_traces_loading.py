@@ -28,7 +28,8 @@ def test_bandwidth_outside_1_kbps_to_10_gbps_names_client_position_field_and_ran
     bad = client(7)
     bad[field] = [100.0, value]
     path = write_trace([client(0), bad])
-    with pytest.raises(ValueError, match=range_message("client 7 (clients[1])", f"{field}[1]", "[1, 1e+07] kbit/s", value)):
+    with pytest.raises(ValueError,
+                       match=range_message("client 7 (clients[1])", f"{field}[1]", "[1, 1e+07] kbit/s", value)):
         load_trace(path)
 
 
@@ -66,7 +67,8 @@ def test_reference_macs_must_be_an_integer_in_range(write_trace, macs):
 
 def test_duplicate_client_ids_in_a_trace_document_are_refused():
     document = trace_document([client(0), client(1), client("0")])
-    with pytest.raises(ValueError, match=re.escape("client ids must be unique, found client '0' at clients[0], clients[2]")):
+    with pytest.raises(ValueError,
+                       match=re.escape("client ids must be unique, found client '0' at clients[0], clients[2]")):
         parse_trace(document)
     assert [c.client for c in parse_trace(trace_document([client(0), client("00")])).clients] == ["0", "00"]
 

@@ -61,7 +61,7 @@ class Policy(ABC):
     env_overrides: ClassVar[dict[str, Any]] = {}
     probes: ClassVar[bool] = False
 
-    def reset(self, seed: int) -> None:
+    def reset(self, seed: int) -> None:  # noqa: B027 - optional no-op hook
         """Called before each episode with the episode's seed (seed any randomness from it)."""
 
     @abstractmethod
@@ -77,7 +77,7 @@ class Policy(ABC):
             ``agent -> 0 | 1``; agents left out (and non-candidates) count as 0.
         """
 
-    def observe(self, infos: Mapping[str, Mapping[str, Any]]) -> None:
+    def observe(self, infos: Mapping[str, Mapping[str, Any]]) -> None:  # noqa: B027 - optional no-op hook
         """Feedback after each step (the step's infos); fixed policies ignore it."""
 
 

@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--out", required=True)
     for name, text in (("inspect", "per-device and per-client summary table"), ("plot", "PNG of the distributions")):
         command = sub.add_parser(name, help=text)
-        command.add_argument("trace", nargs="?", default=DEFAULT_TRACE, help="shipped trace name or file (default: %(default)s)")
+        command.add_argument("trace", nargs="?", default=DEFAULT_TRACE,
+                             help="shipped trace name or file (default: %(default)s)")
         if name == "plot":
             command.add_argument("--out", default="trace.png")
     return parser

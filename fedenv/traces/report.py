@@ -42,7 +42,8 @@ def summary_text(trace: DeviceTrace) -> str:
     for row in client_rows(trace):
         by_device[row[1]].append(row)
     device_rows = [
-        [device or "(unnamed)", len(rows), float(np.median([r[2] for r in rows])), float(np.median([r[3] for r in rows])),
+        [device or "(unnamed)", len(rows), float(np.median([r[2] for r in rows])),
+         float(np.median([r[3] for r in rows])),
          float(np.median([r[4] for r in rows])), float(np.mean([r[5] for r in rows]))]
         for device, rows in sorted(by_device.items(), key=lambda item: -len(item[1]))
     ]
@@ -79,7 +80,8 @@ def plot_trace(trace: DeviceTrace, path: str | Path) -> None:
     axes[1].hist([upload, download], bins=bins(both), label=["upload", "download"])
     axes[1].set(xscale="log", xlabel="bandwidth, kbit/s", ylabel="client-rounds")
     axes[1].legend()
-    axes[2].hist([c.availability.online_fraction() for c in trace.clients], bins=np.linspace(0, 1, 21), color="tab:green")
+    axes[2].hist([c.availability.online_fraction() for c in trace.clients], bins=np.linspace(0, 1, 21),
+                 color="tab:green")
     axes[2].set(xlabel="online fraction", ylabel="clients")
     fig.suptitle(f"{Path(trace.path).name}: {len(trace.clients)} clients")
     fig.tight_layout()

@@ -26,7 +26,7 @@ def split_validation(labels: np.ndarray, fraction: float, rng: np.random.Generat
     validation = []
     for c in np.unique(labels):
         members = np.flatnonzero(labels == c)
-        validation.append(rng.choice(members, int(round(fraction * len(members))), replace=False))
+        validation.append(rng.choice(members, round(fraction * len(members)), replace=False))
     validation = np.sort(np.concatenate(validation))
     pool = np.setdiff1d(np.arange(len(labels)), validation)
     return pool, validation

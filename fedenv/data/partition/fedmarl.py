@@ -83,7 +83,7 @@ def _fedmarl_counts(sizes, dominant, dominant_fraction, num_classes, remainder_o
     """Per-client, per-class sample counts ``(K, C)`` for the fedmarl composition."""
     counts = np.zeros((len(sizes), num_classes), dtype=np.int64)
     for i, (size, d) in enumerate(zip(sizes, dominant)):
-        own = int(round(dominant_fraction * size))
+        own = round(dominant_fraction * size)
         others = [c for c in range(num_classes) if c != d]
         rest = int(size) - own
         counts[i, d] = own
