@@ -46,7 +46,7 @@ def build_parser() -> FlagParser:
                              "vdn (default: fedavg,random, and vdn when --checkpoint is given)")
     parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
                         help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
-                             "each round (default: %(default)s, FedCM's largest sampling ratio)")
+                             "each round (default: %(default)s, FedCM's 8 of 20 clients)")
     parser.add_argument("--episodes", type=int, default=5, metavar="N",
                         help=f"episodes per policy, on env seeds {FIRST_EVAL_SEED} .. {FIRST_EVAL_SEED} + N - 1 "
                              "(default: %(default)s)")
