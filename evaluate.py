@@ -1,11 +1,16 @@
 """Evaluate policies on identical held-out seeds: table, results.csv, results.json and plots.
 
     python evaluate.py --checkpoint runs/<run>/checkpoint.pt --episodes 5 --out results/
+    python evaluate.py --checkpoint 'runs/seed*/checkpoint.pt' --policies all   # vdn over training runs
+    python evaluate.py --checkpoint runs/<run>/checkpoint.pt --num-clients 40    # transfer
     python evaluate.py --policies fedavg,random --episodes 3 --num-clients 20
 
 Seeds are 1000 .. 1000 + episodes - 1 unless ``--seeds`` is given; every policy runs the same seeds.
 With ``--checkpoint`` the environment is rebuilt from the checkpoint's config (flags override it) and
-policy ``vdn`` is available.
+policy ``vdn`` is available. Several checkpoints (paths or quoted glob patterns, e.g. one per training
+seed) must come from the same environment; ``vdn`` is then reported over training runs as well as over
+evaluation seeds. The fields a flag changes from the training environment are printed above the table
+and written to results.json (``transfer``: ``trained_on`` / ``evaluated_on``).
 
 Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
 results.csv): the learned policies with probing (every candidate trains a probing epoch before the
@@ -17,13 +22,14 @@ used.
 
 from __future__ import annotations
 
+import glob
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.evaluation import compare
+from fedenv.evaluation import compare, config_differences, policy_config, shared_training_config
 from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
@@ -35,9 +41,11 @@ PROBING_MODES = {"policy": None, "on": True, "off": False}
 def build_parser() -> FlagParser:
     """The parser of every flag: the evaluation's own, ``--preset`` and the EnvConfig fields."""
     parser = FlagParser(prog="evaluate.py", description=__doc__)
-    parser.add_argument("--checkpoint", default=None, metavar="PATH",
+    parser.add_argument("--checkpoint", nargs="+", default=None, metavar="PATH",
                         help="checkpoint.pt written by train_agents.py: adds policy vdn (its greedy policy) and "
-                             "rebuilds the environment from the checkpoint's config (flags override it)")
+                             "rebuilds the environment from the checkpoint's config (flags override it); several "
+                             "paths or glob patterns (runs of the same environment, e.g. training seeds) report "
+                             "vdn over runs too")
     parser.add_argument("--sb3", default=None, metavar="DIR",
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
@@ -67,19 +75,60 @@ def build_parser() -> FlagParser:
     return parser
 
 
+def checkpoint_paths(patterns: list[str]) -> list[str]:
+    """``--checkpoint`` values with glob patterns expanded (sorted), each path once.
+
+    Raises:
+        FileNotFoundError: a pattern that matches no file.
+    """
+    paths = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise FileNotFoundError(f"--checkpoint {pattern!r} matches no file")
+        paths += [m for m in matches if m not in paths]
+    return paths
+
+
+def load_checkpoints(patterns: list[str]):
+    """The greedy policies of the checkpoints ``patterns`` name, their paths, and the environment they
+    were all trained in.
+
+    Raises:
+        FileNotFoundError, ValueError: a missing or unreadable checkpoint, or checkpoints trained in
+            different environments (:func:`~fedenv.evaluation.shared_training_config`).
+    """
+    from agents.policy import GreedyPolicy
+
+    paths = checkpoint_paths(patterns)
+    policies = [GreedyPolicy.from_checkpoint(path) for path in paths]
+    return policies, paths, shared_training_config([p.env_config for p in policies], paths)
+
+
+def build_policies(names: list[str], learned: list, paths: list[str], select_fraction: float):
+    """The policies ``names`` asks for, ``vdn`` once per checkpoint, and the checkpoint of each (None for
+    a fixed policy), in the same order."""
+    policies, checkpoints = [], []
+    for name in names:
+        if name == "vdn":
+            policies += learned
+            checkpoints += paths
+        else:
+            policies.append(make_policy(name, **options_for(name, select_fraction=select_fraction)))
+            checkpoints.append(None)
+    return policies, checkpoints
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
-    policy = None
-    base = None
+    learned, paths, base = [], [], None
     if args.checkpoint:
-        from agents.policy import GreedyPolicy
-
         try:
-            policy = GreedyPolicy.from_checkpoint(args.checkpoint)
+            learned, paths, base = load_checkpoints(args.checkpoint)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
-        base = policy.env_config
+    policy = learned[0] if learned else None
     if args.policies == "all":
         names = list(POLICIES.names()) + (["vdn"] if policy else [])
     else:
@@ -107,18 +156,21 @@ def main(argv: list[str] | None = None) -> int:
         env_config = env_config_from_args(args, base)
     except ValueError as error:
         parser.error(str(error))
-    if policy is not None:
+    for each in learned:
         try:
-            policy.check_layout(feature_names(env_config.history_length))
+            each.check_layout(feature_names(env_config.history_length))
         except ValueError as error:
             parser.error(str(error))
-    options = {name: options_for(name, select_fraction=args.select_fraction) for name in names if name != "vdn"}
-    policies = [policy if name == "vdn" else make_policy(name, **options[name]) for name in names] + extra
+    policies, checkpoints = build_policies(names, learned, paths, args.select_fraction)
+    policies += extra
+    checkpoints += [None] * len(extra)
+    probing = PROBING_MODES[args.probing_mode]
+    transfer = config_differences(base, policy_config(env_config, policy, probing)) if policy else None
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress,
-                probing=PROBING_MODES[args.probing_mode])
+        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=probing,
+                checkpoints=checkpoints, transfer=transfer)
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

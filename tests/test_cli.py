@@ -83,7 +83,7 @@ def test_evaluate_with_checkpoint_prints_table_and_writes_files(trained_run, tmp
     document = json.loads((out / "results.json").read_text())
     assert [row["policy"] for row in document["summary"]] == ["fedavg", "random", "vdn"]
     assert document["env_config"]["num_clients"] == 3  # rebuilt from the checkpoint
-    for plot in ("accuracy_vs_round", "accuracy_vs_time", "upload_vs_round"):
+    for plot in ("summary", "learning_curves"):
         assert (out / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

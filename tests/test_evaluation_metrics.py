@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from fedenv.evaluation import EpisodeRecord, per_episode_metrics, summarise
+from fedenv.evaluation import EpisodeRecord, per_episode_metrics, summarise, summarise_by_checkpoint
 
 
 def record(policy, seed, accuracy, latency=(1.0, 2.0), reward=(0.5, -0.25)):
@@ -40,3 +40,17 @@ def test_without_the_reference_policy_no_episode_reaches_it():
     rows = per_episode_metrics({"other": RECORDS["other"]})
     assert all(math.isnan(r["rounds_to_fedavg"]) for r in rows["other"])
     assert math.isnan(summarise(rows)[0]["rounds_to_fedavg_mean"])
+
+
+def test_a_policy_from_several_checkpoints_reports_the_spread_over_runs_and_over_seeds():
+    # runs a, b on seeds 1, 2: final accuracies a: 0.6, 0.8; b: 0.7, 0.9
+    runs = {"vdn": [EpisodeRecord("vdn", seed, [0.1, 0.2, acc], [0.0, 1.0, 2.0], [1.0, 1.0], [1.0, 1.0], [0.0, 0.0],
+                                  [1, 1], checkpoint=run)
+                    for run, accs in (("a", (0.6, 0.8)), ("b", (0.7, 0.9))) for seed, acc in zip((1, 2), accs)]}
+    row = summarise(per_episode_metrics(runs))[0]
+    assert row["checkpoints"] == 2 and row["final_accuracy_mean"] == pytest.approx(0.75)
+    assert row["final_accuracy_std"] == pytest.approx(0.1)  # seed means 0.65, 0.85
+    assert row["final_accuracy_runs_std"] == pytest.approx(0.05)  # run means 0.7, 0.8
+    by_run = summarise_by_checkpoint(per_episode_metrics(runs))
+    assert [(r["checkpoint"], round(r["final_accuracy_mean"], 6)) for r in by_run] == [("a", 0.7), ("b", 0.8)]
+    assert "final_accuracy_runs_std" not in summarise(per_episode_metrics(RECORDS))[0]

@@ -45,7 +45,7 @@ def test_each_policy_runs_in_its_own_mode_whatever_the_base_config_says(checkpoi
     assert policy_config(base, ProbingFedAvg()).probing is True
     assert policy_config(base, FedAvgPolicy(), probing=True).probing is True
     assert policy_config(base, ProbingFedAvg(), probing=False).probing is False
-    assert policy_config(base, make_policy("fedprox")).fedprox_mu == 0.01  # the policy's overrides still apply
+    assert policy_config(base, make_policy("fedprox")).fedprox_mu == 0.1  # the policy's overrides apply (FedCM)
 
 
 def test_table_and_results_show_each_policys_mode(probing_fedavg_registered, tmp_path, capsys):

@@ -13,13 +13,13 @@ def test_json_safe_replaces_nan_and_infinity_in_nested_values():
         "a": [1.0, None], "b": {"c": None}, "d": "x"}
 
 
-def test_write_results_writes_one_csv_row_per_episode_json_and_three_plots(tmp_path):
+def test_write_results_writes_one_csv_row_per_episode_json_and_two_plots(tmp_path):
     records = {name: [EpisodeRecord(name, seed, [0.1, 0.5, final], [0.0, 1.0, 2.0], [1.0, 1.0], [2.0, 2.0],
                                     [0.1, 0.2], [3, 3]) for seed, final in ((1, 0.6), (2, 0.8))]
                for name in ("fedavg", "random")}
     records["random"][1].accuracy[-1] = 0.55  # never reaches fedavg's 0.8 on seed 2
     paths = write_results(tmp_path, records, EnvConfig(num_clients=3, clients_per_round=3))
-    assert set(paths) == {"csv", "json", "accuracy_vs_round", "accuracy_vs_time", "upload_vs_round"}
+    assert set(paths) == {"csv", "json", "summary", "learning_curves"}
     rows = list(csv.DictReader(paths["csv"].open()))
     assert [(r["policy"], r["seed"]) for r in rows] == [("fedavg", "1"), ("fedavg", "2"), ("random", "1"),
                                                         ("random", "2")]
@@ -27,5 +27,5 @@ def test_write_results_writes_one_csv_row_per_episode_json_and_three_plots(tmp_p
     document = json.loads(paths["json"].read_text())
     assert document["episodes"]["random"][1]["rounds_to_fedavg"] is None
     assert document["env_config"]["num_clients"] == 3 and document["records"]["random"][1]["accuracy"][-1] == 0.55
-    assert all(paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-               for kind in ("accuracy_vs_round", "upload_vs_round"))
+    assert all(paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for kind in ("summary", "learning_curves"))
+    assert rows[0]["checkpoint"] == "" and document["summary_per_checkpoint"] == [] and "transfer" not in document

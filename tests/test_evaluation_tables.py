@@ -20,3 +20,10 @@ def test_cells_show_mean_and_std_and_the_reached_count():
     assert "3.0 +- 0.5 (1/2)" in lines[3]
     assert "never" in lines[4]
     assert lines[2].index("0.9123") == lines[0].index("final acc")  # columns line up with the headers
+
+
+def test_a_policy_from_several_runs_shows_the_spread_over_runs_and_a_note():
+    vdn = {**row("vdn", 2.0, 2), "checkpoints": 3, "final_accuracy_runs_std": 0.02}
+    lines = format_table([row("fedavg", 4.0, 2), vdn]).split("\n")
+    assert "0.9123 +- 0.0100 (runs +- 0.0200)" in lines[3] and "runs +-" not in lines[2]
+    assert lines[4].startswith("vdn: 3 checkpoints")

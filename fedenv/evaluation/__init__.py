@@ -5,23 +5,32 @@ runs one episode into an :class:`EpisodeRecord`.
 """
 
 from fedenv.evaluation.compare import compare, evaluate_policies, policy_config
-from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise
-from fedenv.evaluation.plots import plot_results
+from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, summarise_by_checkpoint
+from fedenv.evaluation.plots import pareto_front, plot_results
+from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import json_safe, write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
 from fedenv.evaluation.tables import format_table
+from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences, describe_transfer, shared_training_config
 
 __all__ = [
+    "HARMLESS_FIELDS",
     "METRICS",
     "EpisodeRecord",
     "compare",
+    "config_differences",
+    "describe_transfer",
     "evaluate_policies",
     "format_table",
     "json_safe",
+    "pareto_front",
     "per_episode_metrics",
     "plot_results",
     "policy_config",
+    "progress_bar",
     "run_episode",
+    "shared_training_config",
     "summarise",
+    "summarise_by_checkpoint",
     "write_results",
 ]

@@ -13,14 +13,16 @@ from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation.metrics import per_episode_metrics, summarise
+from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
 from fedenv.evaluation.tables import format_table
+from fedenv.evaluation.transfer import describe_transfer
 
 
 def evaluate_policies(
     env_config: EnvConfig, policies: list[Policy], seeds: list[int], progress: bool = True,
-    probing: bool | None = None,
+    probing: bool | None = None, checkpoints: list[str | None] | None = None,
 ) -> dict[str, list[EpisodeRecord]]:
     """Run every policy on every seed, each in the env its ``env_overrides`` ask for and in its probing
     mode (:func:`policy_config`).
@@ -28,23 +30,29 @@ def evaluate_policies(
     Args:
         probing: None runs each policy in its own mode (``Policy.probes``); True or False runs every
             policy in that mode. ``env_config.probing`` is not used.
+        checkpoints: the checkpoint each policy was loaded from (None for a fixed policy), in the order
+            of ``policies``. Policies sharing a name (one learned policy from several training runs) are
+            pooled under that name, each episode recording its checkpoint.
+        progress: a progress bar (:func:`~fedenv.evaluation.progress.progress_bar`: plain lines, rarely,
+            without a terminal).
 
     Returns:
-        ``policy name -> [EpisodeRecord per seed]``, seeds in the given order.
+        ``policy name -> [EpisodeRecord per checkpoint and seed]``, seeds in the given order.
     """
-    from tqdm.auto import tqdm
-
+    checkpoints = checkpoints or [None] * len(policies)
+    if len(checkpoints) != len(policies):
+        raise ValueError(f"{len(checkpoints)} checkpoints for {len(policies)} policies; give one per policy")
     envs: dict[str, ClientSelectionEnv] = {}
     records: dict[str, list[EpisodeRecord]] = {}
-    bar = tqdm(total=len(policies) * len(seeds), desc="evaluate", unit="episode", disable=not progress)
-    for policy in policies:
+    bar = progress_bar(len(policies) * len(seeds), "evaluate", "episode", enabled=progress)
+    for policy, checkpoint in zip(policies, checkpoints):
         config = policy_config(env_config, policy, probing)
         key = config.to_json()
         if key not in envs:
             envs[key] = ClientSelectionEnv(config)
-        records[policy.name] = []
+        records.setdefault(policy.name, [])
         for seed in seeds:
-            records[policy.name].append(run_episode(envs[key], policy, seed))
+            records[policy.name].append(run_episode(envs[key], policy, seed, checkpoint))
             bar.update()
             bar.set_postfix(policy=policy.name, ret=f"{records[policy.name][-1].team_return:.3f}")
     bar.close()
@@ -60,14 +68,21 @@ def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = 
 
 
 def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out_dir: str | Path | None = None,
-            progress: bool = False, title: str = "", probing: bool | None = None) -> dict[str, list[EpisodeRecord]]:
-    """Evaluate ``policies`` on ``seeds`` (each in its probing mode unless ``probing`` is True or False,
-    :func:`evaluate_policies`), print the summary table (after ``title``) and, with ``out_dir``, write the
-    result files (:func:`~fedenv.evaluation.results.write_results`). Returns the records."""
-    records = evaluate_policies(env_config, policies, seeds, progress=progress, probing=probing)
+            progress: bool = False, title: str = "", probing: bool | None = None,
+            checkpoints: list[str | None] | None = None, transfer: dict | None = None,
+            ) -> dict[str, list[EpisodeRecord]]:
+    """Evaluate ``policies`` on ``seeds`` (each in its probing mode unless ``probing`` is True or False;
+    ``checkpoints`` as in :func:`evaluate_policies`), print the summary table (after ``title`` and, for a
+    learned policy evaluated elsewhere than it was trained, the ``transfer`` line of
+    :func:`~fedenv.evaluation.transfer.describe_transfer`) and, with ``out_dir``, write the result files
+    (:func:`~fedenv.evaluation.results.write_results`). Returns the records."""
+    records = evaluate_policies(env_config, policies, seeds, progress=progress, probing=probing,
+                                checkpoints=checkpoints)
     print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
+    if transfer is not None:
+        print(f"transfer: {describe_transfer(transfer)}")
     print(format_table(summarise(per_episode_metrics(records))))
     if out_dir is not None:
-        paths = write_results(out_dir, records, env_config)
+        paths = write_results(out_dir, records, env_config, transfer)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return records

@@ -1,4 +1,11 @@
-"""The comparison's plots: accuracy per round, accuracy over simulated time, cumulative upload."""
+"""The comparison's plots: ``summary.png`` (final accuracy against total latency and total upload, with
+the Pareto front) and ``learning_curves.png`` (accuracy per round, accuracy over simulated time,
+cumulative upload per round).
+
+Every policy keeps one colour and one marker in both figures. The learned policy (``vdn``) and FedAvg
+are drawn bold, the other policies thin and lighter. Each axis has one scale: linear, or logarithmic
+(said in its label) when its values span more than :data:`LOG_SPAN`.
+"""
 
 from __future__ import annotations
 
@@ -7,59 +14,180 @@ from pathlib import Path
 
 import numpy as np
 
+from fedenv.evaluation.metrics import per_episode_metrics, summarise
 from fedenv.evaluation.rollout import EpisodeRecord
 from fedenv.fileio import atomic_write
 
+EMPHASISED = ("vdn", "fedavg")
+"""Policies drawn bold: the learned policy and the baseline everything is measured against."""
+MARKERS = "osD^vP*Xh<>p"
+LOG_SPAN = 30.0
+"""An axis is logarithmic when its largest positive value exceeds its smallest by more than this factor."""
 
-def _band(ax, x, curves, label):
-    line, = ax.plot(x, curves.mean(axis=0), label=label)
-    ax.fill_between(x, curves.min(axis=0), curves.max(axis=0), color=line.get_color(), alpha=0.15)
-    return line
+
+def policy_styles(names: list[str]) -> dict[str, dict]:
+    """``name -> {"color", "marker"}``: tab10's colours (tab20's beyond ten policies) and a distinct
+    marker each, in the order of ``names``."""
+    import matplotlib
+
+    colours = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"].colors
+    return {name: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)]}
+            for i, name in enumerate(names)}
+
+
+def pareto_front(costs, accuracies) -> list[int]:
+    """Indices of the points no other point dominates (lower or equal cost and higher or equal accuracy,
+    one of them strictly), in order of increasing cost.
+
+    Args:
+        costs, accuracies: one value per point (shape ``(n,)``).
+    """
+    costs, accuracies = np.asarray(costs, dtype=float), np.asarray(accuracies, dtype=float)
+    front = [i for i in range(len(costs))
+             if not np.any((costs <= costs[i]) & (accuracies >= accuracies[i])
+                           & ((costs < costs[i]) | (accuracies > accuracies[i])))]
+    return sorted(front, key=lambda i: (costs[i], accuracies[i]))
+
+
+def _set_scale(ax, values, label: str) -> None:
+    values = np.asarray(values, dtype=float)
+    positive = values[values > 0]
+    if len(positive) and positive.max() > LOG_SPAN * positive.min():
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        label += ", log scale"
+    ax.set_xlabel(label + ")")
+
+
+def _summary_panel(ax, rows: list[dict], metric: str, label: str, styles: dict) -> None:
+    costs = [row[f"{metric}_mean"] for row in rows]
+    accuracies = [row["final_accuracy_mean"] for row in rows]
+    front = pareto_front(costs, accuracies)
+    ax.plot([costs[i] for i in front], [accuracies[i] for i in front], "--", color="0.35", lw=1.2, zorder=1)
+    ax.scatter([costs[i] for i in front], [accuracies[i] for i in front], s=330, facecolors="none",
+               edgecolors="0.35", lw=1.2, zorder=1)
+    for row in rows:
+        bold = row["policy"] in EMPHASISED
+        ax.errorbar(row[f"{metric}_mean"], row["final_accuracy_mean"], xerr=row[f"{metric}_std"],
+                    yerr=row["final_accuracy_std"], fmt=styles[row["policy"]]["marker"], ms=11 if bold else 9,
+                    color=styles[row["policy"]]["color"], mec="black" if bold else "white", mew=0.8 if bold else 0.4,
+                    elinewidth=1.0, capsize=3, zorder=3 if bold else 2)
+    _set_scale(ax, costs, label)
+    ax.grid(alpha=0.3)
+
+
+def plot_summary(rows: list[dict], seeds: int, path: Path) -> None:
+    """``summary.png``: each policy's final accuracy against its total latency (left) and its total upload
+    (right) per episode, mean +- std over the ``seeds`` evaluation seeds (:func:`summarise` ``rows``), with
+    each panel's Pareto front."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    styles = policy_styles([row["policy"] for row in rows])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), sharey=True)
+    _summary_panel(axes[0], rows, "total_latency_s", "total simulated latency per episode (s", styles)
+    _summary_panel(axes[1], rows, "total_comm_mb", "total upload per episode (MB", styles)
+    axes[0].set_ylabel("final test accuracy")
+    axes[0].set_title("accuracy against time: up and left is better")
+    axes[1].set_title("accuracy against communication: up and left is better")
+    handles = [Line2D([], [], ls="", marker=styles[r["policy"]]["marker"], ms=9, color=styles[r["policy"]]["color"],
+                      mec="black" if r["policy"] in EMPHASISED else "white", label=r["policy"]) for r in rows]
+    handles.append(Line2D([], [], ls="--", color="0.35", marker="o", ms=15, mfc="none", mec="0.35",
+                          label="Pareto front: no other policy is\nboth more accurate and cheaper"))
+    fig.legend(handles=handles, loc="center right", frameon=False, fontsize="small")
+    fig.text(0.01, 0.01, f"Marker: mean over {seeds} evaluation seeds (the same seeds for every policy); error bars: "
+             "+-1 std over those seeds. Bold markers: the learned policy and FedAvg.", fontsize="small")
+    fig.tight_layout(rect=(0, 0.04, 0.8, 1))
+    atomic_write(path, partial(fig.savefig, format="png", dpi=110))
+    plt.close(fig)
+
+
+def _line_style(name: str, styles: dict) -> dict:
+    bold = name in EMPHASISED
+    return {"color": styles[name]["color"], "marker": styles[name]["marker"], "lw": 2.4 if bold else 1.0,
+            "alpha": 1.0 if bold else 0.55, "ms": 6 if bold else 4, "zorder": 3 if bold else 2}
+
+
+def _curve_panel(ax, x: dict, y: dict, styles: dict) -> None:
+    """One line per policy: ``x[name]``, ``y[name]`` are ``(seeds, points)`` arrays; the mean is drawn,
+    with a +-1 std band over seeds for the emphasised policies."""
+    for name in y:
+        xs, ys = x[name].mean(axis=0), y[name].mean(axis=0)
+        ax.plot(xs, ys, label=name, markevery=max(1, len(xs) // 8), **_line_style(name, styles))
+        if name in EMPHASISED:
+            std = y[name].std(axis=0)
+            ax.fill_between(xs, ys - std, ys + std, color=styles[name]["color"], alpha=0.15, lw=0)
+    ax.grid(alpha=0.3)
+
+
+def _upload_panel(ax, upload: dict, styles: dict) -> None:
+    """Cumulative upload per round; policies with the same mean curve are drawn once, in the first one's
+    style, and named together in the panel's upper left corner."""
+    groups: list[list[str]] = []
+    for name in upload:
+        same = next((g for g in groups if np.allclose(upload[g[0]].mean(0), upload[name].mean(0))), None)
+        same.append(name) if same else groups.append([name])
+    notes = []
+    for group in groups:
+        ys = upload[group[0]].mean(axis=0)
+        ax.plot(np.arange(len(ys)), ys, markevery=max(1, len(ys) // 8), **_line_style(group[0], styles))
+        if len(group) > 1:
+            notes.append((" = ".join(group), styles[group[0]]["color"]))
+    for i, (text, colour) in enumerate(notes):
+        ax.text(0.03, 0.97 - 0.12 * i, ("one line, identical curves:\n" if i == 0 else "") + text,
+                transform=ax.transAxes, va="top", fontsize="small", color=colour)
+    ax.grid(alpha=0.3)
+
+
+def _stack(records: list[EpisodeRecord], values) -> np.ndarray:
+    series = [np.asarray(values(r), dtype=float) for r in records]
+    length = min(len(s) for s in series)
+    return np.stack([s[:length] for s in series])
+
+
+def plot_learning_curves(records: dict[str, list[EpisodeRecord]], path: Path) -> None:
+    """``learning_curves.png``: test accuracy after each round, test accuracy against simulated time
+    (one point per round at the mean time over seeds; linear time axis) and cumulative upload per round
+    (policies with identical curves share one line, named together in the panel); lines are means
+    over seeds, bands +-1 std over seeds for the emphasised policies."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    styles = policy_styles(list(records))
+    accuracy = {n: _stack(eps, lambda r: r.accuracy) for n, eps in records.items()}
+    rounds = {n: np.broadcast_to(np.arange(a.shape[1]), a.shape) for n, a in accuracy.items()}
+    time = {n: _stack(eps, lambda r: r.wall_clock_s) for n, eps in records.items()}
+    upload = {n: _stack(eps, lambda r: np.concatenate([[0.0], np.cumsum(r.comm_mb)])) for n, eps in records.items()}
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5))
+    _curve_panel(axes[0], rounds, accuracy, styles)
+    _curve_panel(axes[1], time, accuracy, styles)
+    _upload_panel(axes[2], upload, styles)
+    axes[0].set(xlabel="FL round", ylabel="test accuracy", title="accuracy per round")
+    axes[1].set(xlabel="simulated wall-clock time (s)", ylabel="test accuracy",
+                title="accuracy over simulated time (a marker per round)")
+    axes[2].set(xlabel="FL round", ylabel="cumulative upload (MB)", title="cumulative upload per round")
+    for ax in (axes[0], axes[2]):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="center right", frameon=False, fontsize="small")
+    seeds = len(next(iter(records.values())))
+    fig.text(0.01, 0.01, f"Lines: mean over {seeds} evaluation episodes; bold: the learned policy and FedAvg, "
+             "with a band of +-1 std over episodes; thin: the other policies.", fontsize="small")
+    fig.tight_layout(rect=(0, 0.04, 0.9, 1))
+    atomic_write(path, partial(fig.savefig, format="png", dpi=110))
+    plt.close(fig)
 
 
 def plot_results(records: dict[str, list[EpisodeRecord]], out_dir: str | Path) -> dict[str, Path]:
-    """Three PNGs, one line per policy (mean over seeds) with a min-max band over seeds:
-    ``accuracy_vs_round.png``, ``accuracy_vs_time.png`` (simulated wall-clock time; the mean is drawn
-    while every seed's episode runs, a dot marks each seed's end) and ``upload_vs_round.png``
-    (cumulative MB uploaded)."""
+    """Write ``summary.png`` (:func:`plot_summary`) and ``learning_curves.png`` (:func:`plot_learning_curves`)
+    into ``out_dir``; returns ``kind -> path``."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out_dir = Path(out_dir)
-    seeds = len(next(iter(records.values())))
-    paths = {}
-    for kind, ylabel in (("accuracy_vs_round", "test accuracy"), ("accuracy_vs_time", "test accuracy"),
-                         ("upload_vs_round", "cumulative upload (MB)")):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for name, episodes in records.items():
-            if kind == "accuracy_vs_round":
-                length = min(len(r.accuracy) for r in episodes)
-                _band(ax, np.arange(length), np.stack([r.accuracy[:length] for r in episodes]), name)
-            elif kind == "upload_vs_round":
-                length = min(len(r.comm_mb) for r in episodes)
-                curves = np.stack([np.concatenate([[0.0], np.cumsum(r.comm_mb[:length])]) for r in episodes])
-                _band(ax, np.arange(length + 1), curves, name)
-            else:
-                ends = np.array([r.wall_clock_s[-1] for r in episodes])
-                grid = np.linspace(0.0, ends.min(), 300)
-                curves = np.stack([
-                    np.asarray(r.accuracy)[np.searchsorted(r.wall_clock_s, grid, side="right") - 1] for r in episodes
-                ])
-                line = _band(ax, grid, curves, name)
-                ax.scatter(ends, [r.final_accuracy for r in episodes], color=line.get_color(), s=14, zorder=3)
-        if kind == "accuracy_vs_time":
-            ax.set_xscale("symlog", linthresh=10.0)
-            ax.set_xlabel("simulated wall-clock time (s, log scale above 10 s); dots: episode ends")
-        else:
-            ax.set_xlabel("FL round")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"{ylabel} ({seeds} seeds; band: min-max over seeds)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
-        fig.tight_layout()
-        paths[kind] = out_dir / f"{kind}.png"
-        atomic_write(paths[kind], partial(fig.savefig, format="png", dpi=120))
-        plt.close(fig)
+    paths = {"summary": out_dir / "summary.png", "learning_curves": out_dir / "learning_curves.png"}
+    seeds = len({r.seed for episodes in records.values() for r in episodes})
+    plot_summary(summarise(per_episode_metrics(records)), seeds, paths["summary"])
+    plot_learning_curves(records, paths["learning_curves"])
     return paths

@@ -9,18 +9,22 @@ import math
 from pathlib import Path
 
 from fedenv.config import EnvConfig
-from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise
+from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, summarise_by_checkpoint
 from fedenv.evaluation.plots import plot_results
 from fedenv.evaluation.rollout import EpisodeRecord
 from fedenv.fileio import atomic_write_text
 
 
 def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
-                  env_config: EnvConfig) -> dict[str, Path]:
-    """Write ``results.csv`` (one row per policy and episode, with its probing mode), ``results.json``
-    (summary, per-episode metrics, round-by-round records and the env config) and three plots, each
-    atomically. The env config is the base one: each policy ran with its ``env_overrides`` and its
-    probing mode (the ``probing`` column).
+                  env_config: EnvConfig, transfer: dict | None = None) -> dict[str, Path]:
+    """Write ``results.csv`` (one row per policy and episode, with its probing mode and checkpoint),
+    ``results.json`` and the plots (:func:`~fedenv.evaluation.plots.plot_results`), each atomically.
+
+    ``results.json`` holds ``env_config`` (the base one: each policy ran with its ``env_overrides`` and
+    its probing mode, the ``probing`` column), ``summary`` (one row per policy), ``summary_per_checkpoint``
+    (one row per checkpoint of a policy from several training runs), ``episodes`` (per-episode metrics),
+    ``records`` (round by round) and, with a learned policy, ``transfer`` (``trained_on`` /
+    ``evaluated_on``: the EnvConfig fields that differ, :func:`~fedenv.evaluation.transfer.config_differences`).
 
     Returns:
         ``kind -> path`` of the written files.
@@ -28,7 +32,7 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
     out_dir = Path(out_dir)
     per_episode = per_episode_metrics(records)
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=["policy", "probing", "seed", *METRICS], lineterminator="\n")
+    writer = csv.DictWriter(text, fieldnames=["policy", "probing", "checkpoint", "seed", *METRICS], lineterminator="\n")
     writer.writeheader()
     for name, episodes in per_episode.items():
         for episode in episodes:
@@ -38,9 +42,12 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
     document = {
         "env_config": env_config.to_dict(),
         "summary": summarise(per_episode),
+        "summary_per_checkpoint": summarise_by_checkpoint(per_episode),
         "episodes": per_episode,
         "records": {name: [r.to_dict() for r in episodes] for name, episodes in records.items()},
     }
+    if transfer is not None:
+        document["transfer"] = transfer
     atomic_write_text(paths["json"], json.dumps(json_safe(document), indent=1))
     paths.update(plot_results(records, out_dir))
     return paths

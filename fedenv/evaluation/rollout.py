@@ -19,6 +19,7 @@ class EpisodeRecord:
         accuracy: test accuracy after each round, with the initial model's first (length T + 1).
         wall_clock_s: cumulative simulated time after each round, starting at 0 (length T + 1).
         round_latency_s, comm_mb, reward, num_selected: per round (length T).
+        checkpoint: the checkpoint the policy was loaded from (a training run), None for fixed policies.
     """
 
     policy: str
@@ -30,6 +31,7 @@ class EpisodeRecord:
     reward: list[float] = field(default_factory=list)
     num_selected: list[int] = field(default_factory=list)
     probing: bool = True
+    checkpoint: str | None = None
 
     @property
     def final_accuracy(self) -> float:
@@ -59,13 +61,14 @@ class EpisodeRecord:
         return asdict(self)
 
 
-def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int) -> EpisodeRecord:
-    """Run ``policy`` in ``env`` for one episode started with ``reset(seed=seed)``."""
+def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: str | None = None) -> EpisodeRecord:
+    """Run ``policy`` (loaded from ``checkpoint``, if any) in ``env`` for one episode started with
+    ``reset(seed=seed)``."""
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
     first = infos[env.possible_agents[0]]
     record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]],
-                           probing=env.config.probing)
+                           probing=env.config.probing, checkpoint=checkpoint)
     while env.agents:
         actions = policy.act(observations, infos)
         observations, rewards, _, _, infos = env.step(actions)

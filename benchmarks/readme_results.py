@@ -1,0 +1,164 @@
+"""Regenerate the tables of README's "Results on the default federation" from scratch.
+
+    python benchmarks/readme_results.py                 # train the default run (about 10 min on 2 cores), evaluate
+    python benchmarks/readme_results.py --checkpoint runs/default/checkpoint.pt --write
+    python benchmarks/readme_results.py --quick         # CI-sized: 3 training episodes, 2 rounds, 2 eval seeds
+
+Trains the default run (``python train_agents.py --run-dir OUT/run``) unless ``--checkpoint`` is given,
+evaluates it next to every fixed policy (``python evaluate.py --checkpoint ... --policies all --episodes
+5 --out OUT/eval``) and prints the README markdown: the summary table (mean +- std over evaluation
+seeds, with each policy's probing mode) and the per-seed table (final accuracy / team return), with the
+git commit that produced them. ``--write`` replaces the README text between the markers
+``<!-- results:start -->`` and ``<!-- results:end -->`` with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+FORMATS = {"final_accuracy": "{:.4f}", "total_latency_s": "{:.1f}", "total_comm_mb": "{:.1f}", "team_return": "{:.4f}"}
+"""The summary table's columns (results.json metric names) and their number formats."""
+QUICK_TRAINING = ["--episodes", "3", "--num-rounds", "2", "--vdn-learning-starts", "2", "--test-samples", "300"]
+QUICK_EPISODES = 2
+
+
+def run(command: list[str]) -> None:
+    """Run ``command`` in the repository root (printing it first); raise ``RuntimeError`` if it fails."""
+    print("$ " + " ".join(command[1:] if command[0] == sys.executable else command), flush=True)
+    completed = subprocess.run(command, cwd=ROOT)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited with status {completed.returncode}")
+
+
+def git_commit() -> str:
+    """The commit of the working tree (``+dirty`` when it has uncommitted changes), or ``unknown``."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def _cell(row: dict, metric: str) -> str:
+    fmt = FORMATS[metric]
+    cell = f"{fmt.format(row[f'{metric}_mean'])} +- {fmt.format(row[f'{metric}_std'])}"
+    if f"{metric}_runs_std" in row:
+        cell += f" (runs +- {fmt.format(row[f'{metric}_runs_std'])})"
+    return cell
+
+
+def summary_table(document: dict) -> str:
+    """Markdown table of results.json's ``summary``: one row per policy, mean +- std over evaluation seeds
+    (and over training runs, for a policy from several checkpoints); the best team return in bold."""
+    rows = document["summary"]
+    best = max(row["team_return_mean"] for row in rows)
+    lines = ["| policy | probing | final accuracy | total latency (s) | total upload (MB) | team return |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = [_cell(row, metric) for metric in FORMATS]
+        if row["team_return_mean"] == best:
+            cells[-1] = f"**{cells[-1]}**"
+        lines.append(f"| {row['policy']} | {'on' if row['probing'] else 'off'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_seed_table(document: dict) -> str:
+    """Markdown table of results.json's ``episodes``: final accuracy / team return of each policy on each
+    evaluation seed (the mean over checkpoints for a policy from several)."""
+    seeds = sorted({e["seed"] for episodes in document["episodes"].values() for e in episodes})
+    lines = ["| policy | probing | " + " | ".join(map(str, seeds)) + " |", "|---|---|" + "---|" * len(seeds)]
+    for name, episodes in document["episodes"].items():
+        cells = []
+        for seed in seeds:
+            mine = [e for e in episodes if e["seed"] == seed]
+            accuracy = sum(e["final_accuracy"] for e in mine) / len(mine)
+            team_return = sum(e["team_return"] for e in mine) / len(mine)
+            cells.append(f"{accuracy:.3f} / {team_return:.3f}")
+        probing = "on" if any(e["probing"] for e in episodes) else "off"
+        lines.append(f"| {name} | {probing} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def results_markdown(document: dict, commit: str, command: str) -> str:
+    """The README block: where the numbers come from, the summary table and the per-seed table."""
+    seeds = sorted({e["seed"] for episodes in document["episodes"].values() for e in episodes})
+    return "\n".join([
+        f"Made by `python benchmarks/readme_results.py` at commit `{commit}`: `{command}` on held-out seeds "
+        f"{seeds[0]}-{seeds[-1]} (mean +- std over those seeds):", "", summary_table(document), "",
+        f"Per seed ({seeds[0]}-{seeds[-1]}), final accuracy / team return:", "", per_seed_table(document)])
+
+
+def replace_between_markers(text: str, block: str) -> str:
+    """``text`` with everything between :data:`START` and :data:`END` replaced by ``block``.
+
+    Raises:
+        ValueError: a marker is missing, or they are out of order.
+    """
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README has no {START} ... {END} markers around the results tables")
+    return text[:start + len(START)] + "\n" + block + "\n" + text[end:]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", nargs="+", default=None, metavar="PATH",
+                        help="evaluate these checkpoints instead of training the default run")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI-sized: 3 training episodes of 2 rounds, 2 evaluation seeds")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="folder for the run (OUT/run) and the evaluation (OUT/eval) "
+                             "(default: a new temporary folder)")
+    parser.add_argument("--write", action="store_true", help="replace the tables in --readme between the markers")
+    parser.add_argument("--readme", default=str(ROOT / "README.md"), metavar="FILE", help="(default: %(default)s)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return regenerate(args)
+    except (RuntimeError, ValueError, FileNotFoundError) as error:
+        print(f"readme_results.py: error: {error}", file=sys.stderr)
+        return 1
+
+
+def regenerate(args: argparse.Namespace) -> int:
+    """Train (unless ``args.checkpoint``), evaluate, print the README block and, with ``args.write``, write it."""
+    out = Path(args.out or tempfile.mkdtemp(prefix="readme-results-"))
+    if args.checkpoint:
+        checkpoints = [str(Path(p).resolve()) for p in args.checkpoint]  # the commands run in the repository root
+        command = "python evaluate.py --checkpoint " + " ".join(args.checkpoint)
+    else:
+        training = ["train_agents.py", "--run-dir", str(out / "run"), "--no-progress", "--eval-seeds",
+                    *(QUICK_TRAINING if args.quick else [])]
+        run([sys.executable, *training])
+        checkpoints = [str(out / "run" / "checkpoint.pt")]
+        command = (f"python train_agents.py --run-dir RUN {' '.join(QUICK_TRAINING if args.quick else [])}".rstrip()
+                   + "`, then `python evaluate.py --checkpoint RUN/checkpoint.pt")
+    episodes = str(QUICK_EPISODES if args.quick else 5)
+    run([sys.executable, "evaluate.py", "--checkpoint", *checkpoints, "--policies", "all", "--episodes", episodes,
+         "--out", str(out / "eval"), "--no-progress"])
+    document = json.loads((out / "eval" / "results.json").read_text())
+    command += f" --policies all --episodes {episodes}"
+    block = results_markdown(document, git_commit(), command)
+    print(block)
+    if args.write:
+        readme = Path(args.readme)
+        readme.write_text(replace_between_markers(readme.read_text(), block))
+        print(f"wrote {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

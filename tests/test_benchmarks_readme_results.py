@@ -1,0 +1,63 @@
+"""benchmarks/readme_results.py: the quick run's markdown has a row per policy with the numbers of the
+results.json it came from, and --write replaces only the text between the markers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = importlib.util.spec_from_file_location("readme_results", ROOT / "benchmarks" / "readme_results.py")
+readme_results = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(readme_results)
+
+POLICIES = ["fedavg", "random", "fedprox", "fedca", "fedcm-ucb", "fedcm-ts", "fedadp", "oort", "fastest", "vdn"]
+
+
+def table_rows(block: str, header: str) -> dict[str, list[str]]:
+    """``policy -> cells`` of the markdown table whose header line starts with ``header``."""
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("| "):
+            break
+        cells = [c.strip().strip("*") for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{readme_results.START}\nold tables\n{readme_results.END}\nafter\n")
+    assert readme_results.main(["--quick", "--out", str(tmp_path / "out"), "--write", "--readme", str(readme)]) == 0
+    block = capsys.readouterr().out
+    document = json.loads((tmp_path / "out" / "eval" / "results.json").read_text())
+    summary = table_rows(block, "| policy | probing | final accuracy")
+    assert list(summary) == POLICIES
+    for row in document["summary"]:
+        cells = summary[row["policy"]]
+        assert cells[0] == ("on" if row["probing"] else "off")
+        accuracy_mean, accuracy_std = (float(x) for x in cells[1].split(" +- "))
+        assert accuracy_mean == pytest.approx(row["final_accuracy_mean"], abs=5e-5)
+        assert accuracy_std == pytest.approx(row["final_accuracy_std"], abs=5e-5)
+        assert float(cells[3].split(" +- ")[0]) == pytest.approx(row["total_comm_mb_mean"], abs=0.05)
+        assert float(cells[4].split(" +- ")[0]) == pytest.approx(row["team_return_mean"], abs=5e-5)
+    per_seed = table_rows(block, "| policy | probing | 1000 | 1001 |")
+    assert list(per_seed) == POLICIES
+    for name, episodes in document["episodes"].items():
+        for episode, cell in zip(episodes, per_seed[name][1:]):
+            accuracy, team_return = (float(x) for x in cell.split(" / "))
+            assert accuracy == pytest.approx(episode["final_accuracy"], abs=5e-4)
+            assert team_return == pytest.approx(episode["team_return"], abs=5e-4)
+    written = readme.read_text()
+    assert written.startswith("before\n") and written.endswith(f"{readme_results.END}\nafter\n")
+    assert "old tables" not in written and "| fastest | off |" in written
+
+
+def test_replacing_without_markers_is_an_error():
+    with pytest.raises(ValueError, match="markers"):
+        readme_results.replace_between_markers("no markers here", "block")
