@@ -13,7 +13,8 @@ from fedenv.models.spec import ModelSpec
 class LeNet5(nn.Module):
     """LeNet-5 for ``(B, 1, 28, 28)`` input; output logits ``(B, num_classes)``."""
 
-    sequential_leaves = True  # forward applies the leaf modules in registration order (fedenv.engine.grad_fns.grouped_conv)
+    sequential_leaves = True
+    """forward applies the leaf modules in registration order (:mod:`fedenv.engine.grad_fns.grouped_conv`)."""
 
     def __init__(self, input_shape: tuple[int, ...], num_classes: int):
         super().__init__()

@@ -5,6 +5,8 @@ position of the 80-character window. The LSTM is written out with ``nn.Linear`` 
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -46,7 +48,7 @@ class CharLSTM(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_dim)
         sizes = [embedding_dim] + [hidden_size] * num_layers
-        self.layers = nn.ModuleList(LSTMLayer(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.layers = nn.ModuleList(LSTMLayer(a, b) for a, b in itertools.pairwise(sizes))
         self.head = nn.Linear(hidden_size, vocab_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
