@@ -29,13 +29,27 @@ from fedenv.reward import utility
 CALIBRATION_SEEDS = (10000, 10001, 10002, 10003, 10004)
 
 
-def calibrate_weights(config: EnvConfig, seeds=CALIBRATION_SEEDS, share: float = 0.25) -> dict:
+def calibration_env(config: EnvConfig) -> ClientSelectionEnv:
+    """The federation of ``config`` with reward weights ``(1, 0, 0)``, built (so checked: data, trace,
+    model, partition) before anything is measured.
+
+    Raises:
+        ValueError, FileNotFoundError: what :class:`~fedenv.env.ClientSelectionEnv` raises for ``config``.
+    """
+    return ClientSelectionEnv(dataclasses.replace(config, accuracy_weight=1.0, latency_weight=0.0, comm_weight=0.0))
+
+
+def calibrate_weights(config: EnvConfig, seeds=CALIBRATION_SEEDS, share: float = 0.25,
+                      env: ClientSelectionEnv | None = None) -> dict:
     """Measure FedAvg on ``seeds`` and return the weights and the measured sums.
+
+    Args:
+        env: the :func:`calibration_env` of ``config`` when already built.
 
     Returns:
         ``{"latency_weight", "comm_weight", "accuracy_term", "latency_s", "comm_mb"}`` (means over seeds).
     """
-    env = ClientSelectionEnv(dataclasses.replace(config, accuracy_weight=1.0, latency_weight=0.0, comm_weight=0.0))
+    env = env or calibration_env(config)
     accuracy_terms, latencies, uploads = [], [], []
     for seed in seeds:
         record = run_episode(env, FedAvgPolicy(), seed)
@@ -66,11 +80,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if not 0.0 < args.share <= 1.0:
         parser.error(f"--share={args.share} must be in (0, 1]")
-    try:
+    try:  # every error of the configuration, partition included, before anything is printed
         config = env_config_from_args(args)
-    except ValueError as error:
+        env = calibration_env(config)
+    except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    result = calibrate_weights(config, args.seeds, args.share)
+    result = calibrate_weights(config, args.seeds, args.share, env)
     print(f"# FedAvg on seeds {args.seeds}: accuracy term {result['accuracy_term']:.6g}, "
           f"latency {result['latency_s']:.6g} s, upload {result['comm_mb']:.6g} MB; share {args.share}")
     print(f"latency_weight: {result['latency_weight']:.6g}")

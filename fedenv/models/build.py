@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
+from fedenv.models.seeding import SeededDraws
 from fedenv.models.spec import INPUT_KINDS, input_kind_of
 from fedenv.registry import MODELS
 
 
 def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, seed: int) -> nn.Module:
-    """Build a model of :data:`fedenv.registry.MODELS` with seeded initial weights (the global RNG is
-    left untouched).
+    """Build a model of :data:`fedenv.registry.MODELS` with seeded initial weights: those of
+    ``torch.manual_seed(seed)`` followed by the spec's ``build``, bit for bit, but drawn from explicit
+    generators (:class:`~fedenv.models.seeding.SeededDraws`), so that builds in several threads at once
+    equal builds one after another and the global torch RNG is neither read nor moved.
 
     Args:
         name: a registered model name.
         input_shape: shape of one input (``(C, H, W)`` images, ``(T,)`` character windows).
         num_classes: number of labels (the vocabulary size for ``lstm``).
-        seed: seed of ``torch.manual_seed`` for the initial weights.
+        seed: seed of the initial weights, an int in ``[0, 2**64)``.
 
     Raises:
         ValueError: unknown model name (the message lists the registered names); inputs of the other
@@ -31,8 +33,7 @@ def build_model(name: str, input_shape: tuple[int, ...], num_classes: int, seed:
                          f"{input_shape}; {_models_for(input_shape)}")
     if not spec.accepts(input_shape):
         raise ValueError(f"{name} expects {spec.accepted}, got {input_shape}")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with SeededDraws(seed):
         return spec.build(input_shape, num_classes)
 
 
