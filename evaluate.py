@@ -23,7 +23,8 @@ from pathlib import Path
 
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.evaluation import compare
+from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed.entry import run_compare
 from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
@@ -64,6 +65,7 @@ def build_parser() -> FlagParser:
                              "baselines do not); 'on' / 'off': every policy with / without the probing epoch "
                              "(default: %(default)s)")
     add_env_arguments(parser, skip=("probing",))
+    add_ray_arguments(parser)
     return parser
 
 
@@ -117,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=PROBING_MODES[args.probing_mode])
+        run_compare(ray_options_from_args(args), env_config, policies, seeds, out, progress=not args.no_progress,
+                    probing=PROBING_MODES[args.probing_mode])
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

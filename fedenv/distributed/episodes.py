@@ -1,0 +1,102 @@
+"""Evaluation episodes as Ray tasks: every (policy, seed) episode runs as one task, with the same records
+as :func:`fedenv.evaluation.evaluate_policies` and :func:`fedenv.calibrate.calibrate_weights` give locally.
+
+Policies travel to the workers pickled (once per policy, through the object store), so they must be
+picklable: the baselines and the VDN :class:`~agents.policy.GreedyPolicy` (its Q-network) are. A worker
+process keeps the environments it built (one per configuration), as the local loop keeps one per
+configuration; every episode is reset with its seed, so a record does not depend on which worker ran it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import ray
+
+from fedenv.baselines.base import Policy
+from fedenv.config import EnvConfig
+from fedenv.distributed.cluster import RayOptions, start_ray
+from fedenv.env import ClientSelectionEnv
+from fedenv.evaluation.compare import policy_config
+from fedenv.evaluation.metrics import per_episode_metrics, summarise
+from fedenv.evaluation.results import write_results
+from fedenv.evaluation.rollout import EpisodeRecord, run_episode
+from fedenv.evaluation.tables import format_table
+
+_ENVS: dict[str, ClientSelectionEnv] = {}
+"""The environments this worker process built, by configuration (JSON)."""
+
+
+def _episode(config_json: str, policy: Policy, seed: int) -> EpisodeRecord:
+    if config_json not in _ENVS:
+        _ENVS[config_json] = ClientSelectionEnv(EnvConfig.from_json(config_json))
+    return run_episode(_ENVS[config_json], policy, seed)
+
+
+def run_episodes(jobs: list[tuple[EnvConfig, Policy, int]], options: RayOptions,
+                 progress: bool = False) -> list[EpisodeRecord]:
+    """Run ``(env config, policy, seed)`` episodes as Ray tasks (one CPU and ``options.worker_gpus`` GPUs
+    each) on the cluster of ``options`` (started if needed).
+
+    Returns:
+        One record per job, in the order of ``jobs``.
+
+    Raises:
+        TypeError: a policy cannot be pickled (Ray names it).
+    """
+    from tqdm.auto import tqdm
+
+    start_ray(options)
+    task = ray.remote(num_cpus=1, num_gpus=options.worker_gpus)(_episode)
+    policy_refs = {id(policy): ray.put(policy) for _, policy, _ in jobs}
+    refs = [task.remote(config.to_json(), policy_refs[id(policy)], seed) for config, policy, seed in jobs]
+    with tqdm(total=len(refs), desc="evaluate", unit="episode", disable=not progress) as bar:
+        waiting = list(refs)
+        while waiting:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            bar.update(len(done))
+    return ray.get(refs)
+
+
+def evaluate_policies_on_ray(env_config: EnvConfig, policies: list[Policy], seeds: list[int], options: RayOptions,
+                             progress: bool = True, probing: bool | None = None) -> dict[str, list[EpisodeRecord]]:
+    """:func:`fedenv.evaluation.evaluate_policies` with every episode a Ray task (:func:`run_episodes`).
+
+    Returns:
+        ``policy name -> [EpisodeRecord per seed]``, seeds in the given order.
+    """
+    jobs = [(policy_config(env_config, policy, probing), policy, seed) for policy in policies for seed in seeds]
+    records = iter(run_episodes(jobs, options, progress))
+    return {policy.name: [next(records) for _ in seeds] for policy in policies}
+
+
+def compare_on_ray(env_config: EnvConfig, policies: list[Policy], seeds: list[int], options: RayOptions,
+                   out_dir=None, progress: bool = False, title: str = "",
+                   probing: bool | None = None) -> dict[str, list[EpisodeRecord]]:
+    """:func:`fedenv.evaluation.compare` with the episodes run by :func:`evaluate_policies_on_ray`: the same
+    table and result files."""
+    records = evaluate_policies_on_ray(env_config, policies, seeds, options, progress=progress, probing=probing)
+    print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
+    print(format_table(summarise(per_episode_metrics(records))))
+    if out_dir is not None:
+        paths = write_results(out_dir, records, env_config)
+        print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return records
+
+
+def calibrate_weights_on_ray(config: EnvConfig, seeds, share: float, options: RayOptions) -> dict:
+    """:func:`fedenv.calibrate.calibrate_weights` with one Ray task per seed: each task measures its seed
+    with ``calibrate_weights(config, [seed], share)``; the sums are averaged over seeds here and the
+    weights computed from the means as there (``w2 = share * A / L``, ``w3 = share * A / C``).
+
+    Returns:
+        The same dictionary as ``calibrate_weights(config, seeds, share)``.
+    """
+    from fedenv.calibrate import calibrate_weights
+
+    start_ray(options)
+    task = ray.remote(num_cpus=1, num_gpus=options.worker_gpus)(calibrate_weights)
+    measured = ray.get([task.remote(config, [seed], share) for seed in seeds])
+    accuracy, latency, upload = (float(np.mean([m[key] for m in measured]))
+                                 for key in ("accuracy_term", "latency_s", "comm_mb"))
+    return {"latency_weight": share * accuracy / latency, "comm_weight": share * accuracy / upload,
+            "accuracy_term": accuracy, "latency_s": latency, "comm_mb": upload}
