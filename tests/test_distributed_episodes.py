@@ -61,7 +61,7 @@ def test_calibrate_command_on_two_workers_prints_the_local_weights(cluster, caps
     (["--ray-address", "yarn"], "allowed are local, auto or ray://host:port"),
     (["--ray-address", "local", "--num-workers", "0"], "--num-workers=0 must be >= 1"),
     (["--ray-address", "local", "--worker-gpus", "-0.5"], "--worker-gpus=-0.5 must be >= 0"),
-    (["--num-workers", "2"], "need --ray-address"),
+    (["--num-workers", "2"], "--num-workers, --worker-gpus and --sync need --ray-address"),
 ])
 def test_bad_ray_flags_are_refused_with_the_value(flags, message):
     args = evaluate.build_parser().parse_args(flags)

@@ -19,11 +19,14 @@ class RayOptions:
             the cluster.
         worker_gpus: GPUs each worker (evaluation task or rollout actor) reserves; fractions share a GPU
             (0.25: four workers per GPU).
+        sync: training only: every worker plays a fixed list of episodes per iteration and the learner
+            consumes them in a fixed order, so that a run is reproducible (``agents.ray_training``).
     """
 
     address: str
     num_workers: int | None = None
     worker_gpus: float = 0.0
+    sync: bool = False
 
     def __post_init__(self):
         if not (self.address in ("local", "auto") or self.address.startswith("ray://")):
@@ -34,8 +37,9 @@ class RayOptions:
             raise ValueError(f"--worker-gpus={self.worker_gpus} must be >= 0")
 
 
-def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--ray-address``, ``--num-workers`` and ``--worker-gpus`` (group "scaling out on Ray")."""
+def add_ray_arguments(parser: argparse.ArgumentParser, training: bool = False) -> None:
+    """Add ``--ray-address``, ``--num-workers``, ``--worker-gpus`` and, with ``training``, ``--sync``
+    (group "scaling out on Ray")."""
     group = parser.add_argument_group("scaling out on Ray", "run episodes on a Ray cluster (needs the ray extra)")
     group.add_argument("--ray-address", default=None, metavar="ADDRESS",
                        help="local (start a cluster in this process, sized to the machine or to --num-workers), "
@@ -46,19 +50,26 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
                             "(default: one per CPU of the cluster)")
     group.add_argument("--worker-gpus", type=float, default=0.0, metavar="G",
                        help="GPUs per worker; fractions put several workers on one GPU (default: %(default)s)")
+    if training:
+        group.add_argument("--sync", action="store_true",
+                           help="reproducible distributed training: every worker plays fixed episodes per "
+                                "iteration with the same weights, consumed in worker order (slower: the "
+                                "learner waits for the slowest worker)")
 
 
 def ray_options_from_args(args: argparse.Namespace) -> RayOptions | None:
     """The options of :func:`add_ray_arguments`'s flags; None without ``--ray-address``.
 
     Raises:
-        ValueError: ``--num-workers`` or ``--worker-gpus`` without ``--ray-address``, or a bad value.
+        ValueError: ``--num-workers``, ``--worker-gpus`` or ``--sync`` without ``--ray-address``, or a bad value.
     """
+    sync = getattr(args, "sync", False)
     if args.ray_address is None:
-        if args.num_workers is not None or args.worker_gpus:
-            raise ValueError("--num-workers and --worker-gpus need --ray-address (local, auto or ray://host:port)")
+        if args.num_workers is not None or args.worker_gpus or sync:
+            raise ValueError("--num-workers, --worker-gpus and --sync need --ray-address (local, auto or "
+                             "ray://host:port)")
         return None
-    return RayOptions(args.ray_address, args.num_workers, args.worker_gpus)
+    return RayOptions(args.ray_address, args.num_workers, args.worker_gpus, sync)
 
 
 def start_ray(options: RayOptions) -> int:
