@@ -29,7 +29,10 @@ from pathlib import Path
 
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.evaluation import compare, config_differences, policy_config, shared_training_config
+from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed.entry import run_compare
+from fedenv.env import ClientSelectionEnv
+from fedenv.evaluation import config_differences, policy_config, shared_training_config
 from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
@@ -72,6 +75,7 @@ def build_parser() -> FlagParser:
                              "baselines do not); 'on' / 'off': every policy with / without the probing epoch "
                              "(default: %(default)s)")
     add_env_arguments(parser, skip=("probing",))
+    add_ray_arguments(parser)
     return parser
 
 
@@ -154,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--select-fraction={args.select_fraction} must be in (0, 1]")
     try:
         env_config = env_config_from_args(args, base)
-    except ValueError as error:
+        ClientSelectionEnv(env_config)  # every error a configuration can cause (partition included), before output
+    except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     for each in learned:
         try:
@@ -169,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        compare(env_config, policies, seeds, out, progress=not args.no_progress, probing=probing,
-                checkpoints=checkpoints, transfer=transfer)
+        run_compare(ray_options_from_args(args), env_config, policies, seeds, out, progress=not args.no_progress,
+                    probing=probing, checkpoints=checkpoints, transfer=transfer)
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import time
@@ -21,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 from agents.config import VDNConfig
+from agents.ray_training import train_vdn_on_ray
 from agents.trainer import train_vdn
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.cli import (
@@ -32,6 +34,7 @@ from fedenv.cli import (
     parse_with_config_file,
 )
 from fedenv.config import EnvConfig
+from fedenv.distributed import add_ray_arguments, ray_options_from_args
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
@@ -71,6 +74,7 @@ def build_parser() -> FlagParser:
                         help="hide the progress bars (for logs and batch jobs)")
     add_env_arguments(parser)
     add_dataclass_arguments(parser, VDNConfig, prefix="vdn-")
+    add_ray_arguments(parser, training=True)
     return parser
 
 
@@ -106,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         if value < 1:
             parser.error(f"{flag}={value} must be >= 1")
     try:
+        ray_options = ray_options_from_args(args)
         if args.resume:
             given = configuration_flags_given(parser, args)
             if given:
@@ -131,9 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         }, indent=2))
     print(f"run dir: {run_dir}  (tensorboard --logdir {run_dir})", flush=True)
     start = time.perf_counter()
+    train = train_vdn if ray_options is None else functools.partial(train_vdn_on_ray, options=ray_options)
     try:
-        trainer, _ = train_vdn(env_config, vdn_config, episodes, seed, run_dir, args.checkpoint_interval,
-                               progress=not args.no_progress, resume=bool(args.resume), num_envs=args.num_envs)
+        trainer, _ = train(env_config, vdn_config, episodes, seed, run_dir, args.checkpoint_interval,
+                           progress=not args.no_progress, resume=bool(args.resume), num_envs=args.num_envs)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "

@@ -22,6 +22,8 @@ import numpy as np
 from fedenv.baselines import FedAvgPolicy
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
+from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed.entry import run_calibration
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import run_episode
 from fedenv.reward import utility
@@ -72,6 +74,7 @@ def build_parser() -> FlagParser:
                         help="share in (0, 1] of FedAvg's summed accuracy term that its summed latency term and "
                              "its summed upload term each come to (default: %(default)s, our default)")
     add_env_arguments(parser)
+    add_ray_arguments(parser)
     return parser
 
 
@@ -82,10 +85,11 @@ def main(argv=None) -> None:
         parser.error(f"--share={args.share} must be in (0, 1]")
     try:  # every error of the configuration, partition included, before anything is printed
         config = env_config_from_args(args)
+        ray_options = ray_options_from_args(args)
         env = calibration_env(config)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    result = calibrate_weights(config, args.seeds, args.share, env)
+    result = run_calibration(ray_options, config, args.seeds, args.share, env)
     print(f"# FedAvg on seeds {args.seeds}: accuracy term {result['accuracy_term']:.6g}, "
           f"latency {result['latency_s']:.6g} s, upload {result['comm_mb']:.6g} MB; share {args.share}")
     print(f"latency_weight: {result['latency_weight']:.6g}")

@@ -7,6 +7,7 @@ initialisation, trace assignment and candidate draws (paired comparison).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from fedenv.baselines.base import Policy
@@ -70,14 +71,17 @@ def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = 
 def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out_dir: str | Path | None = None,
             progress: bool = False, title: str = "", probing: bool | None = None,
             checkpoints: list[str | None] | None = None, transfer: dict | None = None,
+            evaluate: Callable[..., dict[str, list[EpisodeRecord]]] = evaluate_policies,
             ) -> dict[str, list[EpisodeRecord]]:
     """Evaluate ``policies`` on ``seeds`` (each in its probing mode unless ``probing`` is True or False;
     ``checkpoints`` as in :func:`evaluate_policies`), print the summary table (after ``title`` and, for a
     learned policy evaluated elsewhere than it was trained, the ``transfer`` line of
     :func:`~fedenv.evaluation.transfer.describe_transfer`) and, with ``out_dir``, write the result files
-    (:func:`~fedenv.evaluation.results.write_results`). Returns the records."""
-    records = evaluate_policies(env_config, policies, seeds, progress=progress, probing=probing,
-                                checkpoints=checkpoints)
+    (:func:`~fedenv.evaluation.results.write_results`). ``evaluate`` runs the episodes: a function with
+    the arguments of :func:`evaluate_policies` (e.g. its Ray version,
+    :func:`fedenv.distributed.episodes.evaluate_policies_on_ray` with its options bound). Returns the
+    records."""
+    records = evaluate(env_config, policies, seeds, progress=progress, probing=probing, checkpoints=checkpoints)
     print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
     if transfer is not None:
         print(f"transfer: {describe_transfer(transfer)}")

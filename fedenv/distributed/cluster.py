@@ -1,0 +1,91 @@
+"""The Ray flags of every entry point and the start-up of the cluster they name."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how wide to run.
+
+    Attributes:
+        address: ``"local"`` (an in-process cluster sized to the machine, or to ``num_workers`` CPUs),
+            ``"auto"`` (join the cluster started on this machine by ``ray start``) or ``"ray://host:port"``
+            (Ray Client, a remote cluster's head).
+        num_workers: rollout actors of a training run, or CPUs of a local cluster; None: one per CPU of
+            the cluster.
+        worker_gpus: GPUs each worker (evaluation task or rollout actor) reserves; fractions share a GPU
+            (0.25: four workers per GPU).
+        sync: training only: every worker plays a fixed list of episodes per iteration and the learner
+            consumes them in a fixed order, so that a run is reproducible (``agents.ray_training``).
+    """
+
+    address: str
+    num_workers: int | None = None
+    worker_gpus: float = 0.0
+    sync: bool = False
+
+    def __post_init__(self):
+        if not (self.address in ("local", "auto") or self.address.startswith("ray://")):
+            raise ValueError(f"--ray-address={self.address!r}: allowed are local, auto or ray://host:port")
+        if self.num_workers is not None and self.num_workers < 1:
+            raise ValueError(f"--num-workers={self.num_workers} must be >= 1")
+        if self.worker_gpus < 0:
+            raise ValueError(f"--worker-gpus={self.worker_gpus} must be >= 0")
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, training: bool = False) -> None:
+    """Add ``--ray-address``, ``--num-workers``, ``--worker-gpus`` and, with ``training``, ``--sync``
+    (group "scaling out on Ray")."""
+    group = parser.add_argument_group("scaling out on Ray", "run episodes on a Ray cluster (needs the ray extra)")
+    group.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                       help="local (start a cluster in this process, sized to the machine or to --num-workers), "
+                            "auto (join the cluster of `ray start` on this machine) or ray://HOST:PORT "
+                            "(default: no Ray, run in this process)")
+    group.add_argument("--num-workers", type=int, default=None, metavar="W",
+                       help="parallel workers (training: rollout actors; local cluster: its CPUs) "
+                            "(default: one per CPU of the cluster)")
+    group.add_argument("--worker-gpus", type=float, default=0.0, metavar="G",
+                       help="GPUs per worker; fractions put several workers on one GPU (default: %(default)s)")
+    if training:
+        group.add_argument("--sync", action="store_true",
+                           help="reproducible distributed training: every worker plays fixed episodes per "
+                                "iteration with the same weights, consumed in worker order (slower: the "
+                                "learner waits for the slowest worker)")
+
+
+def ray_options_from_args(args: argparse.Namespace) -> RayOptions | None:
+    """The options of :func:`add_ray_arguments`'s flags; None without ``--ray-address``.
+
+    Raises:
+        ValueError: ``--num-workers``, ``--worker-gpus`` or ``--sync`` without ``--ray-address``, or a bad value.
+    """
+    sync = getattr(args, "sync", False)
+    if args.ray_address is None:
+        if args.num_workers is not None or args.worker_gpus or sync:
+            raise ValueError("--num-workers, --worker-gpus and --sync need --ray-address (local, auto or "
+                             "ray://host:port)")
+        return None
+    return RayOptions(args.ray_address, args.num_workers, args.worker_gpus, sync)
+
+
+def start_ray(options: RayOptions) -> int:
+    """Connect to (or start) the cluster of ``options`` unless Ray is already initialised in this process.
+
+    A local cluster gets ``num_workers`` CPUs (default: ``os.cpu_count()``); Ray sets ``OMP_NUM_THREADS``
+    of each worker to the CPUs it reserves (one), so workers do not oversubscribe the machine.
+
+    Returns:
+        The CPUs of the cluster.
+    """
+    import ray
+
+    if not ray.is_initialized():
+        if options.address == "local":
+            ray.init(num_cpus=options.num_workers or os.cpu_count(), include_dashboard=False)
+        else:
+            ray.init(address=options.address)
+    return int(ray.cluster_resources().get("CPU", 1))
