@@ -31,7 +31,7 @@ from agents.policy import GreedyPolicy
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
 from fedenv.baselines import Policy, make_policy
 from fedenv.config import EnvConfig
-from fedenv.evaluation import evaluate_policies, json_safe, per_episode_metrics
+from fedenv.evaluation import EpisodeRecord, evaluate_policies, json_safe, per_episode_metrics
 from fedenv.registry import POLICIES
 
 EVAL_SEED_BASE = 1000
@@ -129,13 +129,19 @@ def checkpoint_path(run_dir: Path) -> Path:
     return run_dir / CHECKPOINT_NAME
 
 
-def evaluate(config: EnvConfig, learned: list[Policy], fixed: list[str], seeds: list[int]) -> dict[str, list[dict]]:
-    """Per-episode metrics of the ``fixed`` policies (each in its own probing mode, as ``evaluate.py``)
-    and of the ``learned`` ones (in ``config``'s probing mode, the mode they were trained in), same seeds."""
+def evaluate_records(config: EnvConfig, learned: list[Policy], fixed: list[str],
+                     seeds: list[int]) -> dict[str, list[EpisodeRecord]]:
+    """Episodes of the ``fixed`` policies (each in its own probing mode, as ``evaluate.py``) and of the
+    ``learned`` ones (in ``config``'s probing mode, the mode they were trained in), on the same seeds."""
     records = evaluate_policies(config, [make_policy(name) for name in fixed], seeds, progress=False)
     if learned:
         records.update(evaluate_policies(config, learned, seeds, progress=False, probing=config.probing))
-    return per_episode_metrics(records)
+    return records
+
+
+def evaluate(config: EnvConfig, learned: list[Policy], fixed: list[str], seeds: list[int]) -> dict[str, list[dict]]:
+    """Per-episode metrics (:func:`fedenv.evaluation.per_episode_metrics`) of :func:`evaluate_records`."""
+    return per_episode_metrics(evaluate_records(config, learned, fixed, seeds))
 
 
 def mean_of(episodes: list[dict], metric: str) -> float:
