@@ -1,0 +1,202 @@
+"""Shared pieces of the learned-agent studies (``transfer.py``, ``reward_sweep.py``, ``learners.py``).
+
+Every study evaluates learned policies against fixed baselines on the same held-out seeds (from
+:data:`EVAL_SEED_BASE` up, never a training seed of :func:`agents.trainer.training_seed`) and writes
+
+- ``table.csv``: one row per setting (or learner), means over the evaluation episodes;
+- ``episodes.json``: ``row name -> policy name -> [per-episode metrics]``
+  (:func:`fedenv.evaluation.per_episode_metrics`), from which every mean and ratio of the table can be
+  recomputed.
+
+The ``ratio`` column is FedMarl's comparison (Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Fig. 7:
+"1.36x and 1.32x higher average total reward"): the learned policy's mean team return divided by the
+mean team return of the best fixed policy on the same seeds (best in hindsight, by mean return). A ratio
+of returns only reads as "x times higher" when the denominator is positive, so it is NaN otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from agents.checkpoint import load_checkpoint
+from agents.config import VDNConfig
+from agents.policy import GreedyPolicy
+from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
+from fedenv.baselines import Policy, make_policy
+from fedenv.config import EnvConfig
+from fedenv.evaluation import EpisodeRecord, evaluate_policies, json_safe, per_episode_metrics
+from fedenv.registry import POLICIES
+
+EVAL_SEED_BASE = 1000
+QUICK_FIXED = ("fedavg", "random", "fastest")
+"""Fixed policies of ``--quick`` runs; full runs compare with every registered policy."""
+QUICK_FEDERATION = dict(dataset="mnist5k", num_clients=3, clients_per_round=3, num_rounds=2, test_samples=200,
+                        device="cpu")
+"""The CI-sized federation of ``--quick``: the embedded 5,000 digits, 3 clients, 2 rounds."""
+SUMMARY_METRICS = ("team_return", "final_accuracy", "total_latency_s", "total_comm_mb")
+
+
+def add_study_arguments(parser: argparse.ArgumentParser, episodes: int) -> None:
+    """Flags every study takes: scale, seeds, data, output."""
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: mnist5k, 3 clients, 2 rounds, 1 training episode, 1 evaluation episode")
+    parser.add_argument("--episodes", type=int, default=episodes, help="VDN training episodes per agent")
+    parser.add_argument("--eval-episodes", type=int, default=5, help="held-out evaluation episodes per setting")
+    parser.add_argument("--seed", type=int, default=0, help="training seed")
+    parser.add_argument("--num-clients", type=int, default=10)
+    parser.add_argument("--num-rounds", type=int, default=20)
+    parser.add_argument("--data-root", default=None,
+                        help="folder holding MNIST/ and FashionMNIST/ (torchvision layout)")
+    parser.add_argument("--device", default="auto", help="torch device of the FL engine")
+    parser.add_argument("--fixed", default=None,
+                        help="comma-separated fixed policies (default: all registered; --quick: fedavg,random,fastest)")
+    parser.add_argument("--out", required=True, help="output folder (table.csv, episodes.json)")
+
+
+def apply_quick(args: argparse.Namespace) -> None:
+    """Shrink ``args`` to the CI size when ``--quick`` is given."""
+    if args.quick:
+        args.episodes, args.eval_episodes = 1, 1
+        args.num_clients, args.num_rounds = QUICK_FEDERATION["num_clients"], QUICK_FEDERATION["num_rounds"]
+
+
+def base_config(args: argparse.Namespace, dataset: str = "mnist") -> EnvConfig:
+    """The training federation: :data:`QUICK_FEDERATION` with ``--quick``, else ``dataset`` from
+    ``--data-root`` with ``--num-clients`` clients (all candidates) and ``--num-rounds`` rounds."""
+    if args.quick:
+        return EnvConfig(**QUICK_FEDERATION).validate()
+    return EnvConfig(dataset=dataset, data_root=args.data_root, num_clients=args.num_clients,
+                     clients_per_round=args.num_clients, num_rounds=args.num_rounds, device=args.device).validate()
+
+
+def fixed_names(args: argparse.Namespace) -> list[str]:
+    """The fixed policies to compare with (``--fixed``; see :data:`QUICK_FIXED`)."""
+    if args.fixed:
+        names = [n.strip() for n in args.fixed.split(",") if n.strip()]
+    else:
+        names = list(QUICK_FIXED if args.quick else POLICIES.names())
+    for name in names:
+        POLICIES.get(name)
+    if "fedavg" not in names:
+        raise ValueError(f"--fixed={args.fixed!r} must include fedavg (every table reports it)")
+    return names
+
+
+def eval_seeds(count: int) -> list[int]:
+    """``count`` held-out evaluation seeds, from :data:`EVAL_SEED_BASE` up."""
+    return list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + count))
+
+
+def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
+                vdn_config: VDNConfig | None = None) -> GreedyPolicy:
+    """Train VDN agents with :func:`agents.trainer.train_vdn` (checkpoint in ``run_dir``); the greedy policy."""
+    trainer, _ = train_vdn(config, vdn_config or VDNConfig(), episodes, seed, run_dir, progress=False)
+    return trainer.greedy_policy()
+
+
+def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
+    """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
+
+    A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights (online and target network);
+    exploration starts at the checkpoint's final epsilon (the policy is already trained) and gradient
+    steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
+    run (FedMarl's 10 episodes) trains at all.
+
+    Raises:
+        ValueError: the checkpoint's observation layout differs from ``config``'s.
+    """
+    document = load_checkpoint(checkpoint)
+    vdn = document["vdn_config"]
+    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
+    trainer = Trainer(config, vdn, episodes, seed)
+    GreedyPolicy(trainer.learner.q, document["feature_names"], config).check_layout(trainer.env.feature_names)
+    trainer.learner.q.load_state_dict(document["q_state"])
+    trainer.learner.target.load_state_dict(document["q_state"])
+    while trainer.episode < episodes:
+        trainer.play_episodes()
+    return trainer.greedy_policy()
+
+
+def checkpoint_path(run_dir: Path) -> Path:
+    """Where :func:`train_agent` wrote the checkpoint of ``run_dir``."""
+    return run_dir / CHECKPOINT_NAME
+
+
+def evaluate_records(config: EnvConfig, learned: list[Policy], fixed: list[str],
+                     seeds: list[int]) -> dict[str, list[EpisodeRecord]]:
+    """Episodes of the ``fixed`` policies (each in its own probing mode, as ``evaluate.py``) and of the
+    ``learned`` ones (in ``config``'s probing mode, the mode they were trained in), on the same seeds."""
+    records = evaluate_policies(config, [make_policy(name) for name in fixed], seeds, progress=False)
+    if learned:
+        records.update(evaluate_policies(config, learned, seeds, progress=False, probing=config.probing))
+    return records
+
+
+def evaluate(config: EnvConfig, learned: list[Policy], fixed: list[str], seeds: list[int]) -> dict[str, list[dict]]:
+    """Per-episode metrics (:func:`fedenv.evaluation.per_episode_metrics`) of :func:`evaluate_records`."""
+    return per_episode_metrics(evaluate_records(config, learned, fixed, seeds))
+
+
+def mean_of(episodes: list[dict], metric: str) -> float:
+    """Mean of ``metric`` over the episodes."""
+    return float(np.mean([e[metric] for e in episodes]))
+
+
+def return_ratio(value: float, reference: float) -> float:
+    """``value / reference`` when ``reference > 0``, else NaN (module docstring)."""
+    return value / reference if reference > 0 else math.nan
+
+
+def best_fixed(per_episode: dict[str, list[dict]], fixed: list[str]) -> str:
+    """The fixed policy with the highest mean team return."""
+    return max(fixed, key=lambda name: mean_of(per_episode[name], "team_return"))
+
+
+def compare_columns(per_episode: dict[str, list[dict]], learned: str, fixed: list[str]) -> dict:
+    """Table columns of one setting: means of :data:`SUMMARY_METRICS` for ``learned``, FedAvg and the best
+    fixed policy, the best fixed policy's name, and ``ratio`` (:func:`return_ratio` of the returns)."""
+    best = best_fixed(per_episode, fixed)
+    row = {}
+    for prefix, name in (("learned", learned), ("fedavg", "fedavg"), ("best_fixed", best)):
+        for metric in SUMMARY_METRICS:
+            row[f"{prefix}_{metric}"] = mean_of(per_episode[name], metric)
+    row["best_fixed"] = best
+    row["ratio"] = return_ratio(row["learned_team_return"], row["best_fixed_team_return"])
+    return row
+
+
+PRINTED = ("learned_team_return", "learned_final_accuracy", "fedavg_team_return", "fedavg_final_accuracy",
+           "best_fixed", "best_fixed_team_return", "best_fixed_final_accuracy", "ratio")
+"""The columns of :func:`compare_columns` that the studies print (``table.csv`` has them all)."""
+
+
+def write_study(out: Path, rows: list[dict], episodes: dict[str, dict[str, list[dict]]], printed: list[str]) -> None:
+    """Write ``table.csv`` (every column) and ``episodes.json`` into ``out``; print the ``printed`` columns."""
+    out.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with open(out / "table.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "episodes.json").write_text(json.dumps(json_safe(episodes), indent=1))
+    print(format_rows(rows, printed))
+    print(f"wrote {out / 'table.csv'} and {out / 'episodes.json'}")
+
+
+def format_rows(rows: list[dict], columns: list[str]) -> str:
+    """Plain-text table: floats with 4 significant digits, missing cells empty."""
+    def cell(value) -> str:
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    cells = [[cell(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines)
