@@ -1,4 +1,4 @@
-"""Stable-Baselines3 DQN with one Q-network shared by all clients (SuperSuit parameter sharing).
+"""Stable-Baselines3 DQN with one Q-network shared by all clients (parameter sharing: one sub-env per client).
 
     python examples/sb3_dqn.py --episodes 20 --out results/sb3_dqn      # needs: pip install -e ".[sb3]"
 """

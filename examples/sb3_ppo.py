@@ -1,4 +1,4 @@
-"""Stable-Baselines3 PPO with one policy shared by all clients (SuperSuit parameter sharing).
+"""Stable-Baselines3 PPO with one policy shared by all clients (parameter sharing: one sub-env per client).
 
 Trains on the embedded default federation, saves the policy, and compares it with fedavg and random on
 held-out seeds through the same policy interface that evaluate.py uses; the saved policy can also be
