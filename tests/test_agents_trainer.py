@@ -116,3 +116,28 @@ def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
     assert slow_selected == 0
     assert fast_selected >= 0.8 * 2 * rounds  # the fast clients keep uploading: not "stop everyone"
     assert run_episode(env, policy, 1005).team_return > run_episode(env, FedAvgPolicy(), 1005).team_return
+
+
+SHORT = EnvConfig(**{**TINY.to_dict(), "num_rounds": 2})
+LEARNING = VDNConfig(learning_starts=2, batch_size=8, hidden=(16,), exploration_fraction=1.0)
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k].cpu(), b[k].cpu()) for k in a)
+
+
+def test_an_extended_run_ends_as_a_straight_run_with_the_first_horizon(tmp_path):
+    first, _ = train_vdn(SHORT, LEARNING, episodes=20, run_dir=tmp_path, progress=False)
+    extended, summaries = train_vdn(SHORT, LEARNING, episodes=30, run_dir=tmp_path, progress=False, resume=True)
+    straight, straight_summaries = train_vdn(SHORT, LEARNING, episodes=30, schedule_episodes=20, progress=False)
+    assert (extended.episode, extended.steps, len(summaries)) == (30, 60, 10)
+    assert same_weights(extended.learner.q.state_dict(), straight.learner.q.state_dict())
+    assert [s.epsilon for s in summaries] == [s.epsilon for s in straight_summaries[20:]]
+    # the horizon stays 20 episodes x 2 rounds = 40 steps: epsilon is final from episode 20 on; a plain
+    # 30-episode run would anneal over 60 steps: its last round of episode 20 (step 41) has 1 - 0.95 * 41/60
+    assert [s.epsilon for s in summaries] == pytest.approx([0.05] * 10)
+    assert first.schedule_episodes == extended.schedule_episodes == 20
+    with pytest.raises(ValueError, match="extended, not shortened"):
+        train_vdn(SHORT, LEARNING, episodes=25, run_dir=tmp_path, progress=False, resume=True)
+    with pytest.raises(ValueError, match="anneals over 20 episodes, not seed 0 over 30"):
+        train_vdn(SHORT, LEARNING, episodes=30, run_dir=tmp_path, progress=False, resume=True, schedule_episodes=30)
