@@ -49,6 +49,7 @@ from fedenv.fileio import atomic_write_text
 DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
 DEFAULT_THREADS = 1
+DEFAULT_EVAL_INTERVAL = 50
 """Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
 pay (README, "The main job")."""
 REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
@@ -65,10 +66,13 @@ class RunPlan:
     seed: int
     schedule_episodes: int
     init_from: str | None = None
+    eval_interval: int = DEFAULT_EVAL_INTERVAL
+    val_seeds: tuple[int, ...] = VALIDATION_SEEDS
 
     def to_json(self) -> str:
         return json.dumps({"episodes": self.episodes, "schedule_episodes": self.schedule_episodes, "seed": self.seed,
-                           "init_from": self.init_from, "env": self.env_config.to_dict(),
+                           "init_from": self.init_from, "eval_interval": self.eval_interval,
+                           "val_seeds": list(self.val_seeds), "env": self.env_config.to_dict(),
                            "vdn": self.vdn_config.to_dict()}, indent=2)
 
 
@@ -112,12 +116,13 @@ def build_parser() -> FlagParser:
 def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
     """Validation while training, threads, fine-tuning and several seeds."""
     group = parser.add_argument_group("run options", "validation while training, threads, fine-tuning, seeds")
-    group.add_argument("--eval-interval", type=int, default=50, metavar="N",
-                       help="episodes between greedy evaluations on the validation seeds, logged as eval/* and "
-                            "kept as best.pt when best (0: never; default: %(default)s)")
-    group.add_argument("--val-seeds", type=int, nargs="+", default=list(VALIDATION_SEEDS), metavar="SEED",
+    group.add_argument("--eval-interval", type=int, default=None, metavar="N",
+                       help=f"episodes between greedy evaluations on the validation seeds, logged as eval/* and "
+                            f"kept as best.pt when best (0: never; default: {DEFAULT_EVAL_INTERVAL}, or the "
+                            f"resumed run's)")
+    group.add_argument("--val-seeds", type=int, nargs="+", default=None, metavar="SEED",
                        help="validation env seeds, apart from training (10000 and up) and --eval-seeds "
-                            "(default: 500 501 502)")
+                            "(default: 500 501 502, or the resumed run's)")
     group.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
                        help="torch intra-op and inter-op threads (default: %(default)s, measured: a second "
                             "thread does not speed up the small per-client training)")
@@ -142,7 +147,8 @@ def read_run_config(run_dir: Path) -> RunPlan:
     try:
         return RunPlan(run_dir, EnvConfig.from_dict(saved["env"]).validate(),
                        VDNConfig.from_dict(saved["vdn"]).validate(), int(saved["episodes"]), int(saved["seed"]),
-                       int(saved.get("schedule_episodes", saved["episodes"])), saved.get("init_from"))
+                       int(saved.get("schedule_episodes", saved["episodes"])), saved.get("init_from"),
+                       int(saved.get("eval_interval", 0)), tuple(saved.get("val_seeds", VALIDATION_SEEDS)))
     except (KeyError, TypeError) as error:
         raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
 
@@ -172,7 +178,7 @@ def resumed_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> R
             raise ValueError(f"--episodes={args.episodes}: the run has played {played} episodes already "
                              f"(a run can be extended, not shortened)")
         plan.episodes = args.episodes
-    return plan
+    return with_validation(plan, args)
 
 
 def new_plans(args: argparse.Namespace) -> list[RunPlan]:
@@ -190,18 +196,35 @@ def new_plans(args: argparse.Namespace) -> list[RunPlan]:
     if episodes < 1:
         raise ValueError(f"--episodes={episodes} must be >= 1")
     if args.seeds is None:
-        return [RunPlan(run_dir, env_config, vdn_config, episodes, args.seed or 0, episodes, args.init_from)]
-    return [RunPlan(run_dir / f"seed_{seed}", env_config, vdn_config, episodes, seed, episodes, args.init_from)
-            for seed in dict.fromkeys(args.seeds)]
+        return [with_validation(RunPlan(run_dir, env_config, vdn_config, episodes, args.seed or 0, episodes,
+                                        args.init_from), args)]
+    return [with_validation(RunPlan(run_dir / f"seed_{seed}", env_config, vdn_config, episodes, seed, episodes,
+                                    args.init_from), args) for seed in dict.fromkeys(args.seeds)]
+
+
+def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
+    """``plan`` with ``--eval-interval`` and ``--val-seeds`` where given (else its own: a resumed run keeps
+    validating as it did), checked.
+
+    Raises:
+        ValueError: a negative interval or bad validation seeds (:func:`agents.validation.check_validation_seeds`).
+    """
+    if args.eval_interval is not None:
+        plan.eval_interval = args.eval_interval
+    if args.val_seeds is not None:
+        plan.val_seeds = tuple(args.val_seeds)
+    if plan.eval_interval < 0:
+        raise ValueError(f"--eval-interval={plan.eval_interval} must be >= 0")
+    plan.val_seeds = tuple(check_validation_seeds(plan.val_seeds, args.eval_seeds or ()))
+    return plan
 
 
 def check_run_options(args: argparse.Namespace) -> None:
-    """Raise ``ValueError`` naming a run option (interval, count, seeds) out of range."""
-    for flag, value, least in (("--checkpoint-interval", args.checkpoint_interval, 1), ("--num-envs", args.num_envs, 1),
-                               ("--eval-interval", args.eval_interval, 0), ("--threads", args.threads, 1)):
-        if value < least:
-            raise ValueError(f"{flag}={value} must be >= {least}")
-    check_validation_seeds(args.val_seeds, args.eval_seeds or ())
+    """Raise ``ValueError`` naming a run option (interval, count) below 1."""
+    for flag, value in (("--checkpoint-interval", args.checkpoint_interval), ("--num-envs", args.num_envs),
+                        ("--threads", args.threads)):
+        if value < 1:
+            raise ValueError(f"{flag}={value} must be >= 1")
 
 
 def set_threads(threads: int) -> None:
@@ -226,7 +249,7 @@ def train(args: argparse.Namespace, plan: RunPlan) -> None:
     trainer, _ = train_vdn(plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir,
                            args.checkpoint_interval, progress="lines" if args.no_progress else "auto",
                            resume=bool(args.resume), num_envs=args.num_envs, schedule_episodes=plan.schedule_episodes,
-                           eval_interval=args.eval_interval, val_seeds=args.val_seeds,
+                           eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
                            init_from=None if args.resume else plan.init_from)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)

@@ -278,6 +278,7 @@ def train_vdn(
                 evaluate_and_keep_best(trainer, *validation, writer, run_dir)
             if run_dir is not None and (_crossed(before, trainer.episode, checkpoint_interval)
                                         or trainer.episode == episodes):
+                writer.flush()  # every event up to the checkpoint is on disk before it: a resume misses none
                 save_checkpoint(Path(run_dir) / CHECKPOINT_NAME, trainer.checkpoint())
     finally:
         report.close()
