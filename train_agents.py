@@ -133,9 +133,8 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
                        help="train one run per seed, into RUN_DIR/seed_<seed>/ (instead of --seed)")
 
 
-def read_run_config(run_dir: Path) -> RunPlan:
-    """The configuration a run was started with (its ``config.json``); runs written before runs could be
-    extended have no ``schedule_episodes``: their planned episodes.
+def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
+    """The configuration a run was started with (its ``config.json``): env, VDN, episodes, seed.
 
     Raises:
         FileNotFoundError: no config.json in ``run_dir``. ValueError: the file is not a run configuration.
@@ -145,12 +144,25 @@ def read_run_config(run_dir: Path) -> RunPlan:
         raise FileNotFoundError(f"cannot resume: no config.json in {run_dir}")
     saved = json.loads(path.read_text())
     try:
-        return RunPlan(run_dir, EnvConfig.from_dict(saved["env"]).validate(),
-                       VDNConfig.from_dict(saved["vdn"]).validate(), int(saved["episodes"]), int(saved["seed"]),
-                       int(saved.get("schedule_episodes", saved["episodes"])), saved.get("init_from"),
-                       int(saved.get("eval_interval", 0)), tuple(saved.get("val_seeds", VALIDATION_SEEDS)))
+        return (EnvConfig.from_dict(saved["env"]).validate(), VDNConfig.from_dict(saved["vdn"]).validate(),
+                int(saved["episodes"]), int(saved["seed"]))
     except (KeyError, TypeError) as error:
         raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
+
+
+def read_run_plan(run_dir: Path) -> RunPlan:
+    """The run in ``run_dir`` (:func:`read_run_config` plus the run options of its ``config.json``). Runs
+    written before runs could be extended or validated: the schedule spans their planned episodes and
+    validation is off.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_run_config`.
+    """
+    env_config, vdn_config, episodes, seed = read_run_config(run_dir)
+    saved = json.loads((run_dir / "config.json").read_text())
+    return RunPlan(run_dir, env_config, vdn_config, episodes, seed, int(saved.get("schedule_episodes", episodes)),
+                   saved.get("init_from"), int(saved.get("eval_interval", 0)),
+                   tuple(saved.get("val_seeds", VALIDATION_SEEDS)))
 
 
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -171,7 +183,7 @@ def resumed_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> R
     if given:
         raise ValueError(f"--resume takes the configuration from {Path(args.resume) / 'config.json'}; "
                          f"drop {', '.join(given)} (start a new run to change them)")
-    plan = read_run_config(Path(args.resume))
+    plan = read_run_plan(Path(args.resume))
     if args.episodes is not None:
         played = load_checkpoint(plan.run_dir / CHECKPOINT_NAME)["episodes"]
         if args.episodes < played:
