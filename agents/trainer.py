@@ -255,10 +255,13 @@ def train_vdn(
         The trainer and the summaries of the episodes played by this call.
 
     Raises:
-        ValueError: ``resume`` without ``run_dir`` or with ``init_from``, a checkpoint of another run (see
-            :meth:`Trainer.restore`), bad validation seeds, or an ``init_from`` checkpoint of another layout.
+        ValueError: a negative ``eval_interval``, ``resume`` without ``run_dir`` or with ``init_from``, a
+            checkpoint of another run (see :meth:`Trainer.restore`), bad validation seeds, or an ``init_from``
+            checkpoint of another layout.
         FileNotFoundError: ``resume`` but no checkpoint in ``run_dir``; no ``init_from`` checkpoint.
     """
+    if not isinstance(eval_interval, (int, np.integer)) or eval_interval < 0:
+        raise ValueError(f"eval_interval={eval_interval!r} must be an integer >= 0 (0: no validation)")
     trainer = _start(env_config, vdn_config, episodes, seed, num_envs, run_dir, resume, schedule_episodes, init_from)
     validation = (ClientSelectionEnv(env_config), check_validation_seeds(val_seeds)) if eval_interval else None
     writer = open_writer(run_dir, trainer.steps if resume else None) if run_dir is not None else None
