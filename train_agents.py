@@ -5,25 +5,34 @@
     python train_agents.py --config my_run.yaml --seed 3
     python train_agents.py --preset mnist-lenet --data-root ../shared/data   # a paper task (fedenv.presets)
 
+    python train_agents.py --resume runs/X --episodes 800   # extend a finished or interrupted run
+    python train_agents.py --seeds 0 1 2 --run-dir runs/s   # one run per seed in runs/s/seed_<s>
+
 Writes under ``--run-dir`` (default ``runs/<timestamp>``): TensorBoard logs, ``checkpoint.pt`` (weights,
-env config, observation layout) and ``config.json``. At the end it prints the learned greedy policy
-against ``fedavg`` and ``random`` on held-out seeds.
+env config, observation layout), ``best.pt`` (the best greedy policy on the validation seeds) and
+``config.json``. At the end it prints the learned greedy policy against ``fedavg`` and ``random`` on
+held-out seeds.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-import functools
 import json
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import torch
+
+from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.ray_training import train_vdn_on_ray
-from agents.trainer import train_vdn
+from agents.trainer import CHECKPOINT_NAME, train_vdn
+from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.cli import (
     FlagParser,
@@ -34,30 +43,57 @@ from fedenv.cli import (
     parse_with_config_file,
 )
 from fedenv.config import EnvConfig
-from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text
 
 DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
+DEFAULT_THREADS = 1
+DEFAULT_EVAL_INTERVAL = 50
+"""Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
+pay (README, "The main job")."""
+REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
+
+
+@dataclass
+class RunPlan:
+    """One training run: where it writes and what it trains (``config.json`` holds all but ``run_dir``)."""
+
+    run_dir: Path
+    env_config: EnvConfig
+    vdn_config: VDNConfig
+    episodes: int
+    seed: int
+    schedule_episodes: int
+    init_from: str | None = None
+    eval_interval: int = DEFAULT_EVAL_INTERVAL
+    val_seeds: tuple[int, ...] = VALIDATION_SEEDS
+
+    def to_json(self) -> str:
+        return json.dumps({"episodes": self.episodes, "schedule_episodes": self.schedule_episodes, "seed": self.seed,
+                           "init_from": self.init_from, "eval_interval": self.eval_interval,
+                           "val_seeds": list(self.val_seeds), "env": self.env_config.to_dict(),
+                           "vdn": self.vdn_config.to_dict()}, indent=2)
 
 
 def build_parser() -> FlagParser:
     """The parser of every flag: the run's own, ``--preset``, the EnvConfig fields and ``--vdn-*``."""
     parser = FlagParser(prog="train_agents.py", description=__doc__)
     parser.add_argument("--episodes", type=int, default=None, metavar="N",
-                        help=f"training episodes, each num_rounds FL rounds (default: {DEFAULT_EPISODES})")
+                        help=f"training episodes, each num_rounds FL rounds (default: {DEFAULT_EPISODES}); with "
+                             f"--resume, extends the run to N episodes (epsilon keeps the run's first horizon)")
     parser.add_argument("--seed", type=int, default=None, metavar="N",
                         help="run seed (default 0): training episodes use env seeds 10000 + 1000000 * seed + "
                              "episode, so the evaluation seeds (1000 and up) are never trained on")
     parser.add_argument("--run-dir", default=None, metavar="DIR",
-                        help="folder for the TensorBoard logs, checkpoint.pt and config.json "
+                        help="folder for the TensorBoard logs, checkpoint.pt, best.pt and config.json "
                              "(default: runs/<timestamp>)")
     parser.add_argument("--resume", default=None, metavar="RUN_DIR",
-                        help="continue the run in RUN_DIR from its last checkpoint (its config.json fixes the "
-                             "configuration: --episodes, --seed, --preset, --config and configuration flags are "
-                             "refused)")
+                        help="continue the run in RUN_DIR from its last checkpoint, to --episodes N if given (its "
+                             "config.json fixes the configuration: --seed, --preset, --config and configuration "
+                             "flags are refused)")
     parser.add_argument("--config", default=None, metavar="FILE",
                         help="YAML or JSON file mapping flag names (dashes or underscores) to values; flags "
                              "given on the command line override it")
@@ -71,15 +107,37 @@ def build_parser() -> FlagParser:
                         help="held-out env seeds of the final comparison of the learned policy against fedavg "
                              "and random (default: 1000 1001 1002; the flag alone skips the comparison)")
     parser.add_argument("--no-progress", action="store_true",
-                        help="hide the progress bars (for logs and batch jobs)")
+                        help="no progress bar: a plain line every 10 episodes or 30 s instead (what a run prints "
+                             "anyway when stdout is not a terminal, e.g. a log file)")
+    add_run_option_arguments(parser)
     add_env_arguments(parser)
     add_dataclass_arguments(parser, VDNConfig, prefix="vdn-")
     add_ray_arguments(parser, training=True)
     return parser
 
 
+def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
+    """Validation while training, threads, fine-tuning and several seeds."""
+    group = parser.add_argument_group("run options", "validation while training, threads, fine-tuning, seeds")
+    group.add_argument("--eval-interval", type=int, default=None, metavar="N",
+                       help=f"episodes between greedy evaluations on the validation seeds, logged as eval/* and "
+                            f"kept as best.pt when best (0: never; default: {DEFAULT_EVAL_INTERVAL}, or the "
+                            f"resumed run's)")
+    group.add_argument("--val-seeds", type=int, nargs="+", default=None, metavar="SEED",
+                       help="validation env seeds, apart from training (10000 and up) and --eval-seeds "
+                            "(default: 500 501 502, or the resumed run's)")
+    group.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                       help="torch intra-op and inter-op threads (default: %(default)s, measured: a second "
+                            "thread does not speed up the small per-client training)")
+    group.add_argument("--init-from", default=None, metavar="CHECKPOINT",
+                       help="start from this checkpoint's Q-network weights (fine-tuning on another setting; "
+                            "the observation layouts and --vdn-hidden must match)")
+    group.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED",
+                       help="train one run per seed, into RUN_DIR/seed_<seed>/ (instead of --seed)")
+
+
 def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
-    """The configuration a run was started with (its ``config.json``).
+    """The configuration a run was started with (its ``config.json``): env, VDN, episodes, seed.
 
     Raises:
         FileNotFoundError: no config.json in ``run_dir``. ValueError: the file is not a run configuration.
@@ -95,59 +153,151 @@ def read_run_config(run_dir: Path) -> tuple[EnvConfig, VDNConfig, int, int]:
         raise ValueError(f"cannot resume: {path} is not a train_agents.py run configuration ({error})") from error
 
 
+def read_run_plan(run_dir: Path) -> RunPlan:
+    """The run in ``run_dir`` (:func:`read_run_config` plus the run options of its ``config.json``). Runs
+    written before runs could be extended or validated: the schedule spans their planned episodes and
+    validation is off.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`read_run_config`.
+    """
+    env_config, vdn_config, episodes, seed = read_run_config(run_dir)
+    saved = json.loads((run_dir / "config.json").read_text())
+    return RunPlan(run_dir, env_config, vdn_config, episodes, seed, int(saved.get("schedule_episodes", episodes)),
+                   saved.get("init_from"), int(saved.get("eval_interval", 0)),
+                   tuple(saved.get("val_seeds", VALIDATION_SEEDS)))
+
+
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The configuration flags (episodes, seed, preset, config file, EnvConfig and VDNConfig fields)
-    given a value, as ``--flag`` strings."""
+    """The configuration flags refused by ``--resume`` (seed, preset, config file, init-from, EnvConfig and
+    VDNConfig fields) given a value, as ``--flag`` strings. ``--episodes`` is allowed: it extends the run."""
     fields = {f.name for f in dataclasses.fields(EnvConfig)} | {f"vdn_{f.name}" for f in dataclasses.fields(VDNConfig)}
-    names = fields | {"episodes", "seed", "preset", "config"}
+    names = fields | set(REFUSED_ON_RESUME)
     return [a.option_strings[0] for a in parser._actions if a.dest in names and getattr(args, a.dest, None) is not None]
+
+
+def resumed_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RunPlan:
+    """The run in ``--resume``, extended to ``--episodes`` when given.
+
+    Raises:
+        ValueError: a configuration flag was given, or ``--episodes`` is below the episodes already played.
+    """
+    given = configuration_flags_given(parser, args)
+    if given:
+        raise ValueError(f"--resume takes the configuration from {Path(args.resume) / 'config.json'}; "
+                         f"drop {', '.join(given)} (start a new run to change them)")
+    plan = read_run_plan(Path(args.resume))
+    if args.episodes is not None:
+        played = load_checkpoint(plan.run_dir / CHECKPOINT_NAME)["episodes"]
+        if args.episodes < played:
+            raise ValueError(f"--episodes={args.episodes}: the run has played {played} episodes already "
+                             f"(a run can be extended, not shortened)")
+        plan.episodes = args.episodes
+    return with_validation(plan, args)
+
+
+def new_plans(args: argparse.Namespace) -> list[RunPlan]:
+    """One plan per seed (``--seeds``: in ``RUN_DIR/seed_<s>``) or the one run of ``--seed``.
+
+    Raises:
+        ValueError: a bad value of a configuration flag, ``--episodes`` below 1, or ``--seed`` with ``--seeds``.
+    """
+    if args.seed is not None and args.seeds is not None:
+        raise ValueError("give --seed or --seeds, not both")
+    run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    env_config = env_config_from_args(args)
+    vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-").validate()
+    episodes = DEFAULT_EPISODES if args.episodes is None else args.episodes
+    if episodes < 1:
+        raise ValueError(f"--episodes={episodes} must be >= 1")
+    if args.seeds is None:
+        return [with_validation(RunPlan(run_dir, env_config, vdn_config, episodes, args.seed or 0, episodes,
+                                        args.init_from), args)]
+    return [with_validation(RunPlan(run_dir / f"seed_{seed}", env_config, vdn_config, episodes, seed, episodes,
+                                    args.init_from), args) for seed in dict.fromkeys(args.seeds)]
+
+
+def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
+    """``plan`` with ``--eval-interval`` and ``--val-seeds`` where given (else its own: a resumed run keeps
+    validating as it did), checked.
+
+    Raises:
+        ValueError: a negative interval or bad validation seeds (:func:`agents.validation.check_validation_seeds`).
+    """
+    if args.eval_interval is not None:
+        plan.eval_interval = args.eval_interval
+    if args.val_seeds is not None:
+        plan.val_seeds = tuple(args.val_seeds)
+    if plan.eval_interval < 0:
+        raise ValueError(f"--eval-interval={plan.eval_interval} must be >= 0")
+    plan.val_seeds = tuple(check_validation_seeds(plan.val_seeds, args.eval_seeds or ()))
+    return plan
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` naming a run option (interval, count) below 1."""
+    for flag, value in (("--checkpoint-interval", args.checkpoint_interval), ("--num-envs", args.num_envs),
+                        ("--threads", args.threads)):
+        if value < 1:
+            raise ValueError(f"{flag}={value} must be >= 1")
+
+
+def set_threads(threads: int) -> None:
+    """Torch intra-op and inter-op threads. Inter-op threads can be set once per process, before any
+    parallel work: a later call (a second ``main`` in one process) keeps the first setting."""
+    torch.set_num_threads(threads)
+    if torch.get_num_interop_threads() != threads:
+        with contextlib.suppress(RuntimeError):
+            torch.set_num_interop_threads(threads)
+
+
+def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | None = None) -> None:
+    """Train ``plan`` (resumed with ``--resume``), locally or, with ``ray_options``, with Ray rollout
+    actors (:func:`agents.ray_training.train_vdn_on_ray`: no validation while training, no ``--init-from``);
+    then compare the greedy policy on ``--eval-seeds``.
+
+    Raises:
+        ValueError, FileNotFoundError: see :func:`agents.trainer.train_vdn`.
+    """
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(plan.run_dir / "config.json", plan.to_json())
+    print(f"run dir: {plan.run_dir}  (tensorboard --logdir {plan.run_dir})", flush=True)
+    start = time.perf_counter()
+    common = (plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir, args.checkpoint_interval)
+    if ray_options is None:
+        trainer, _ = train_vdn(*common, progress="lines" if args.no_progress else "auto", resume=bool(args.resume),
+                               num_envs=args.num_envs, schedule_episodes=plan.schedule_episodes,
+                               eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
+                               init_from=None if args.resume else plan.init_from)
+    else:
+        trainer, _ = train_vdn_on_ray(*common, progress=not args.no_progress, resume=bool(args.resume),
+                                      num_envs=args.num_envs, options=ray_options)
+    print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
+          f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
+    if args.eval_seeds:
+        compare(plan.env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(args.eval_seeds),
+                progress=not args.no_progress and sys.stdout.isatty(),
+                title=f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
-    for flag, value in (("--checkpoint-interval", args.checkpoint_interval), ("--num-envs", args.num_envs)):
-        if value < 1:
-            parser.error(f"{flag}={value} must be >= 1")
     try:
+        check_run_options(args)
         ray_options = ray_options_from_args(args)
-        if args.resume:
-            given = configuration_flags_given(parser, args)
-            if given:
-                raise ValueError(f"--resume takes the configuration from {Path(args.resume) / 'config.json'}; "
-                                 f"drop {', '.join(given)} (start a new run to change them)")
-            run_dir = Path(args.resume)
-            env_config, vdn_config, episodes, seed = read_run_config(run_dir)
-        else:
-            run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-            env_config = env_config_from_args(args)
-            vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-").validate()
-            episodes = DEFAULT_EPISODES if args.episodes is None else args.episodes
-            seed = 0 if args.seed is None else args.seed
-            if episodes < 1:
-                raise ValueError(f"--episodes={episodes} must be >= 1")
-        ClientSelectionEnv(env_config)  # data, trace, model and partition checks: fail before any output
+        if ray_options is not None and args.init_from:
+            raise ValueError("--init-from is not supported with --ray-address yet: fine-tune locally")
+        plans = [resumed_plan(parser, args)] if args.resume else new_plans(args)
+        ClientSelectionEnv(plans[0].env_config)  # data, trace, model and partition checks: fail before any output
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    if not args.resume:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_dir / "config.json", json.dumps({
-            "episodes": episodes, "seed": seed, "env": env_config.to_dict(), "vdn": vdn_config.to_dict(),
-        }, indent=2))
-    print(f"run dir: {run_dir}  (tensorboard --logdir {run_dir})", flush=True)
-    start = time.perf_counter()
-    train = train_vdn if ray_options is None else functools.partial(train_vdn_on_ray, options=ray_options)
-    try:
-        trainer, _ = train(env_config, vdn_config, episodes, seed, run_dir, args.checkpoint_interval,
-                           progress=not args.no_progress, resume=bool(args.resume), num_envs=args.num_envs)
-    except (ValueError, FileNotFoundError) as error:
-        parser.error(str(error))
-    print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
-          f"checkpoint: {run_dir / 'checkpoint.pt'}")
-    if args.eval_seeds:
-        compare(env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(args.eval_seeds),
-                progress=not args.no_progress,
-                title=f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
+    set_threads(args.threads)
+    for plan in plans:
+        try:
+            train(args, plan, ray_options)
+        except (ValueError, FileNotFoundError) as error:
+            parser.error(str(error))
     return 0
 
 

@@ -1,9 +1,14 @@
+import time
+
 import numpy as np
 import pytest
 import torch
 
+from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
-from agents.trainer import train_vdn, training_seed
+from agents.policy import GreedyPolicy
+from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn, training_seed
+from agents.validation import BEST_NAME, check_validation_seeds
 from agents.vdn import VDNLearner
 from fedenv.baselines import FedAvgPolicy
 from fedenv.config import EnvConfig
@@ -116,3 +121,125 @@ def test_vdn_learns_to_stop_a_client_100x_slower(write_trace):
     assert slow_selected == 0
     assert fast_selected >= 0.8 * 2 * rounds  # the fast clients keep uploading: not "stop everyone"
     assert run_episode(env, policy, 1005).team_return > run_episode(env, FedAvgPolicy(), 1005).team_return
+
+
+SHORT = EnvConfig(**{**TINY.to_dict(), "num_rounds": 2})
+LEARNING = VDNConfig(learning_starts=2, batch_size=8, hidden=(16,), exploration_fraction=1.0)
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k].cpu(), b[k].cpu()) for k in a)
+
+
+def test_an_extended_run_ends_as_a_straight_run_with_the_first_horizon(tmp_path):
+    first, _ = train_vdn(SHORT, LEARNING, episodes=20, run_dir=tmp_path, progress=False)
+    extended, summaries = train_vdn(SHORT, LEARNING, episodes=30, run_dir=tmp_path, progress=False, resume=True)
+    straight, straight_summaries = train_vdn(SHORT, LEARNING, episodes=30, schedule_episodes=20, progress=False)
+    assert (extended.episode, extended.steps, len(summaries)) == (30, 60, 10)
+    assert same_weights(extended.learner.q.state_dict(), straight.learner.q.state_dict())
+    assert [s.epsilon for s in summaries] == [s.epsilon for s in straight_summaries[20:]]
+    # the horizon stays 20 episodes x 2 rounds = 40 steps: epsilon is final from episode 20 on; a plain
+    # 30-episode run would anneal over 60 steps: its last round of episode 20 (step 41) has 1 - 0.95 * 41/60
+    assert [s.epsilon for s in summaries] == pytest.approx([0.05] * 10)
+    assert first.schedule_episodes == extended.schedule_episodes == 20
+    with pytest.raises(ValueError, match="extended, not shortened"):
+        train_vdn(SHORT, LEARNING, episodes=25, run_dir=tmp_path, progress=False, resume=True)
+    with pytest.raises(ValueError, match="anneals over 20 episodes, not seed 0 over 30"):
+        train_vdn(SHORT, LEARNING, episodes=30, run_dir=tmp_path, progress=False, resume=True, schedule_episodes=30)
+
+
+def scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
+    """Every TensorBoard scalar of ``run_dir`` as ``tag -> [(step, value)]``, as TensorBoard shows them
+    (events purged by a resumed run left out)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]}
+
+
+def test_evaluation_while_training_changes_no_weight_and_keeps_the_best(tmp_path):
+    plain, _ = train_vdn(SHORT, LEARNING, episodes=4, progress=False)
+    evaluated, _ = train_vdn(SHORT, LEARNING, episodes=4, progress=False, run_dir=tmp_path, eval_interval=1,
+                             val_seeds=[500, 501])
+    assert same_weights(plain.learner.q.state_dict(), evaluated.learner.q.state_dict())
+    logged = scalars(tmp_path)
+    assert [step for step, _ in logged["eval/team_return"]] == [2, 4, 6, 8]  # after every episode, in FL rounds
+    best = load_checkpoint(tmp_path / BEST_NAME)
+    returns = [value for _, value in logged["eval/team_return"]]
+    assert best["validation"]["team_return"] == pytest.approx(max(returns))
+    assert best["env_steps"] == 2 * (1 + returns.index(max(returns)))
+    # best.pt holds the policy that scored it: replaying the validation seeds gives the same mean
+    env = ClientSelectionEnv(SHORT)
+    replayed = np.mean([run_episode(env, GreedyPolicy.from_checkpoint(tmp_path / BEST_NAME), s).team_return
+                        for s in (500, 501)])
+    assert replayed == pytest.approx(best["validation"]["team_return"], rel=1e-6)
+
+
+@pytest.mark.parametrize("seeds", [[], [10_000], [-1]])
+def test_validation_seeds_must_be_given_and_apart_from_training(seeds):
+    with pytest.raises(ValueError, match="validation seeds"):
+        check_validation_seeds(seeds)
+
+
+def test_validation_seeds_must_differ_from_the_test_seeds():
+    with pytest.raises(ValueError, match=r"validation seeds \[1000\] are also test seeds"):
+        check_validation_seeds([500, 1000], test_seeds=[1000, 1001])
+
+
+class Killed(Exception):
+    """Stands for SIGKILL: the run stops between two checkpoints without writing another."""
+
+
+def test_a_killed_and_resumed_run_writes_every_artefact_as_an_uninterrupted_run(tmp_path, monkeypatch):
+    options = {"episodes": 7, "checkpoint_interval": 2, "eval_interval": 3, "progress": False}
+    whole, _ = train_vdn(SHORT, LEARNING, run_dir=tmp_path / "whole", **options)
+    original = Trainer.play_episodes
+
+    def dies_before_episode_6(self):
+        if self.episode == 5:  # checkpoint at 4, episode 5 logged after it, validation at 3
+            raise Killed
+        return original(self)
+
+    monkeypatch.setattr(Trainer, "play_episodes", dies_before_episode_6)
+    with pytest.raises(Killed):
+        train_vdn(SHORT, LEARNING, run_dir=tmp_path / "killed", **options)
+    assert load_checkpoint(tmp_path / "killed" / CHECKPOINT_NAME)["episodes"] == 4
+    assert [step for step, _ in scalars(tmp_path / "killed")["charts/episodic_return"]] == [2, 4, 6, 8, 10]
+    monkeypatch.setattr(Trainer, "play_episodes", original)
+    time.sleep(1.1)  # event files are ordered by their names, which start with the second they were opened
+    resumed, summaries = train_vdn(SHORT, LEARNING, run_dir=tmp_path / "killed", resume=True, **options)
+    assert len(summaries) == 3 and same_weights(whole.learner.q.state_dict(), resumed.learner.q.state_dict())
+    expected, got = scalars(tmp_path / "whole"), scalars(tmp_path / "killed")
+    assert expected.keys() == got.keys() and {"eval/team_return", "charts/SPS"} <= set(expected)
+    for tag in expected:
+        assert [s for s, _ in got[tag]] == [s for s, _ in expected[tag]], tag  # nothing duplicated or missing
+        if tag != "charts/SPS":  # a measured rate
+            assert [v for _, v in got[tag]] == [v for _, v in expected[tag]], tag
+    for name in (CHECKPOINT_NAME, BEST_NAME):
+        a, b = load_checkpoint(tmp_path / "whole" / name), load_checkpoint(tmp_path / "killed" / name)
+        assert same_weights(a["q_state"], b["q_state"]) and a["env_steps"] == b["env_steps"], name
+    assert load_checkpoint(tmp_path / "killed" / CHECKPOINT_NAME)["training"]["best_eval_return"] == \
+        whole.best_eval_return
+
+
+def test_fine_tuning_starts_from_the_weights_of_another_run(tmp_path):
+    source, _ = train_vdn(SHORT, LEARNING, episodes=3, run_dir=tmp_path, progress=False)
+    other_setting = EnvConfig(**{**SHORT.to_dict(), "num_rounds": 3, "latency_weight": 0.5})
+    frozen = VDNConfig(**{**LEARNING.to_dict(), "learning_starts": 10**6})  # nothing learned: the weights stay
+    tuned, _ = train_vdn(other_setting, frozen, episodes=1, progress=False, init_from=tmp_path / CHECKPOINT_NAME)
+    assert same_weights(tuned.learner.q.state_dict(), source.learner.q.state_dict())
+    assert same_weights(tuned.learner.target.state_dict(), source.learner.q.state_dict())
+    assert tuned.learner.gradient_steps == 0 and len(tuned.buffer) == 3  # a fresh buffer: its own 3 rounds only
+
+
+def test_fine_tuning_names_a_layout_or_width_that_differs(tmp_path):
+    train_vdn(SHORT, LEARNING, episodes=1, run_dir=tmp_path, progress=False)
+    longer_history = EnvConfig(**{**SHORT.to_dict(), "history_length": SHORT.history_length + 1})
+    h = SHORT.history_length
+    with pytest.raises(ValueError, match=rf"only in the checkpoint \[\], only in the env \['probe_latency_hist_{h}', "
+                                         rf"'upload_latency_hist_{h}'\]"):
+        train_vdn(longer_history, LEARNING, episodes=1, progress=False, init_from=tmp_path / CHECKPOINT_NAME)
+    wider = VDNConfig(**{**LEARNING.to_dict(), "hidden": (32,)})
+    with pytest.raises(ValueError, match=r"hidden widths \(16,\), this run \(32,\)"):
+        train_vdn(SHORT, wider, episodes=1, progress=False, init_from=tmp_path / CHECKPOINT_NAME)

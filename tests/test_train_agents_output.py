@@ -1,0 +1,74 @@
+"""What train_agents.py prints: a progress bar on a terminal, plain lines in a log file (agents.progress)."""
+
+import io
+
+import pytest
+
+import train_agents
+from agents.episodes import EpisodeSummary
+from agents.progress import Progress, format_duration, progress_mode
+
+TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
+              "--batch-size", "64", "--val-fraction", "0.9", "--partition", "iid", "--eval-seeds"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def summary(team_return: float) -> EpisodeSummary:
+    return EpisodeSummary(team_return=team_return, final_accuracy=0.5, total_latency_s=10.0, total_comm_mb=1.0,
+                          participation_rate=1.0, epsilon=0.25)
+
+
+def test_the_mode_follows_the_terminal():
+    assert progress_mode(True, Terminal()) == progress_mode("auto", Terminal()) == "bar"
+    assert progress_mode(True, io.StringIO()) == "lines"
+    assert progress_mode(False, Terminal()) == "off" and progress_mode("lines", Terminal()) == "lines"
+    with pytest.raises(ValueError, match="progress='loud' must be"):
+        progress_mode("loud")
+
+
+def test_without_a_terminal_one_plain_line_every_10_episodes_and_at_the_end(capsys):
+    progress = Progress(total=25, initial=0)  # capsys' stdout is not a terminal
+    for episode in range(1, 26):
+        progress.update(episode, summary(float(episode)), rounds_per_s=4.0)
+    progress.close()
+    out = capsys.readouterr().out
+    assert "\r" not in out
+    lines = out.splitlines()
+    assert [line.split()[1] for line in lines] == ["10/25", "20/25", "25/25"]
+    assert "return 10.000  accuracy 0.500  epsilon 0.25  4.00 rounds/s  ETA" in lines[0]
+    assert lines[-1].endswith("ETA 0s")
+
+
+def test_a_resumed_run_counts_on_from_its_checkpoint(capsys):
+    progress = Progress(total=25, initial=12, mode="lines")
+    for episode in range(13, 26):
+        progress.update(episode, summary(1.0), rounds_per_s=1.0)
+    assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] == ["20/25", "25/25"]
+
+
+def test_off_prints_nothing_and_a_bar_redraws_on_stdout(capsys):
+    silent = Progress(total=3, initial=0, mode="off")
+    silent.update(3, summary(1.0), 1.0)
+    assert capsys.readouterr().out == ""
+    bar = Progress(total=3, initial=0, mode="bar")
+    bar.update(1, summary(1.0), 1.0)
+    bar.close()
+    out = capsys.readouterr().out
+    assert "\r" in out and "VDN" in out and "1/3" in out
+
+
+@pytest.mark.parametrize("seconds,text", [(3725.0, "1h02m05s"), (65.0, "1m05s"), (7.2, "7s"), (0.0, "0s")])
+def test_durations_read_as_hours_minutes_seconds(seconds, text):
+    assert format_duration(seconds) == text
+
+
+def test_train_agents_prints_plain_lines_into_a_log(tmp_path, capsys):
+    assert train_agents.main(["--episodes", "2", "--run-dir", str(tmp_path), "--eval-interval", "0",
+                              *TINY_FLAGS]) == 0
+    out = capsys.readouterr().out
+    assert "\r" not in out
+    assert any(line.startswith("episode 2/2  return ") for line in out.splitlines())
