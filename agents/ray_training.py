@@ -28,13 +28,14 @@ import os
 import time
 from pathlib import Path
 
-from torch.utils.tensorboard import SummaryWriter
 from tqdm.auto import tqdm
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import VDNConfig
+from agents.episodes import EpisodeSummary
 from agents.rollout import EpisodeRollout, play_rollouts
-from agents.trainer import CHECKPOINT_NAME, EpisodeSummary, Trainer, _log
+from agents.tensorboard_log import log_episode, open_writer
+from agents.trainer import CHECKPOINT_NAME, Trainer
 from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions, start_ray
@@ -196,7 +197,7 @@ def train_vdn_on_ray(env_config: EnvConfig, vdn_config: VDNConfig, episodes: int
     trainer = RayTrainer(env_config, vdn_config, episodes, seed, options, num_envs)
     if resume:
         trainer.restore(load_checkpoint(Path(run_dir) / CHECKPOINT_NAME))
-    writer = SummaryWriter(str(run_dir)) if run_dir is not None else None
+    writer = open_writer(run_dir, trainer.steps if resume else None) if run_dir is not None else None
     summaries, start, start_steps = [], time.perf_counter(), trainer.steps
     bar = tqdm(total=episodes, initial=trainer.episode, desc="VDN on Ray", unit="episode", disable=not progress)
     while trainer.episode < episodes:
@@ -205,7 +206,7 @@ def train_vdn_on_ray(env_config: EnvConfig, vdn_config: VDNConfig, episodes: int
         summaries += played
         for summary in played:
             if writer is not None:
-                _log(writer, summary, (trainer.steps - start_steps) / (time.perf_counter() - start))
+                log_episode(writer, summary, (trainer.steps - start_steps) / (time.perf_counter() - start))
             bar.update()
         if writer is not None:
             for worker, rate in trainer.worker_rates.items():
