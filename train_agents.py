@@ -1,9 +1,9 @@
 """Train VDN client-selection agents on the trace-driven FL environment (the main job).
 
     python train_agents.py                       # embedded default federation (mnist5k, 10 clients)
-    python train_agents.py --dataset mnist --data-root ../shared/data --episodes 2
+    python train_agents.py --dataset mnist --data-root ~/data --episodes 2
     python train_agents.py --config my_run.yaml --seed 3
-    python train_agents.py --preset mnist-lenet --data-root ../shared/data   # a paper task (fedenv.presets)
+    python train_agents.py --preset mnist-lenet --data-root ~/data   # a paper task (fedenv.presets)
 
     python train_agents.py --resume runs/X --episodes 800   # extend a finished or interrupted run
     python train_agents.py --seeds 0 1 2 --run-dir runs/s   # one run per seed in runs/s/seed_<s>

@@ -21,7 +21,7 @@ out), so both halves span fast and slow phones. Both traces are written to ``OUT
 and the best fixed policy on the same seeds (``ratio``, :mod:`benchmarks.common`).
 
     python -m benchmarks.transfer --quick --out results/transfer_quick
-    python -m benchmarks.transfer --data-root ../shared/data --num-clients 10 --episodes 300 --out results/transfer
+    python -m benchmarks.transfer --data-root ~/data --num-clients 10 --episodes 300 --out results/transfer
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ given seeds, and return ``w2 = share * A / L`` and ``w3 = share * A / C`` (``w1 
 latency and upload terms are then each ``share`` (our default a quarter) of its accuracy term.
 
     python -m fedenv.calibrate --seeds 10000 10001 10002 10003 10004
-    python -m fedenv.calibrate --preset mnist-lenet --data-root ../shared/data > weights.yaml
-    python train_agents.py --preset mnist-lenet --data-root ../shared/data --config weights.yaml
+    python -m fedenv.calibrate --preset mnist-lenet --data-root ~/data > weights.yaml
+    python train_agents.py --preset mnist-lenet --data-root ~/data --config weights.yaml
 
 Environment flags (and ``--preset``) are those of ``train_agents.py``. It prints the two weights as
 YAML that ``--config`` reads (the measured sums as comments).
