@@ -1,6 +1,6 @@
 """Trace tooling.
 
-    python -m fedenv.traces devices --sources DIR     # derive traces/devices.csv from the measurement files (traces/README.md)
+    python -m fedenv.traces devices --sources DIR     # derive traces/devices.csv (DIR: traces/README.md)
     python -m fedenv.traces generate                                  # rebuild traces/default.json
     python -m fedenv.traces import --fedscale CAPACITY [--behave BEHAVE] --out my_trace.json
     python -m fedenv.traces import --csv devices.csv --out my_trace.json
