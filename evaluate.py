@@ -123,6 +123,26 @@ def build_policies(names: list[str], learned: list, paths: list[str], select_fra
     return policies, checkpoints
 
 
+def policy_names(spec: str | None, learned: bool) -> list[str]:
+    """The policies ``--policies`` names (``all``, a comma-separated list, or None: fedavg, random and, with a
+    checkpoint (``learned``), vdn).
+
+    Raises:
+        ValueError: an unknown name (the message lists the allowed ones), or vdn without a checkpoint.
+    """
+    if spec == "all":
+        names = [*POLICIES.names(), *(["vdn"] if learned else [])]
+    else:
+        names = spec.split(",") if spec else ["fedavg", "random", *(["vdn"] if learned else [])]
+    allowed = [*POLICIES.names(), "vdn"]
+    for name in names:
+        if name not in allowed:
+            raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+    if "vdn" in names and not learned:
+        raise ValueError("policy vdn needs --checkpoint PATH")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
@@ -133,16 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
     policy = learned[0] if learned else None
-    if args.policies == "all":
-        names = list(POLICIES.names()) + (["vdn"] if policy else [])
-    else:
-        names = args.policies.split(",") if args.policies else ["fedavg", "random"] + (["vdn"] if policy else [])
-    allowed = list(POLICIES.names()) + ["vdn"]
-    for name in names:
-        if name not in allowed:
-            parser.error(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
-    if "vdn" in names and policy is None:
-        parser.error("policy vdn needs --checkpoint PATH")
+    try:
+        names = policy_names(args.policies, policy is not None)
+    except ValueError as error:
+        parser.error(str(error))
     extra = []
     if args.sb3:
         from fedenv.integrations.sb3 import SB3Policy
@@ -159,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env_config = env_config_from_args(args, base)
         ClientSelectionEnv(env_config)  # every error a configuration can cause (partition included), before output
+        ray_options = ray_options_from_args(args)
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     for each in learned:
@@ -174,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
-        run_compare(ray_options_from_args(args), env_config, policies, seeds, out, progress=not args.no_progress,
+        run_compare(ray_options, env_config, policies, seeds, out, progress=not args.no_progress,
                     probing=probing, checkpoints=checkpoints, transfer=transfer)
     except (ValueError, FileNotFoundError) as error:  # raised while the env is built, before any episode
         parser.error(str(error))
