@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from fedenv.baselines import FedCMTS, FedCMUCB
+from fedenv.baselines import FedCMTS, FedCMUCB, make_policy
+from fedenv.config import EnvConfig
 
 
 def test_ucb_update_and_index_by_hand():
@@ -81,3 +82,14 @@ def test_thompson_sampling_ties_are_broken_at_random_too():
         policy.index = lambda agent: 0.5  # every posterior draw equal
         picks.add(picked(policy, {f"client_{i}": observation(True) for i in range(10)}))
     assert len(picks) > 1 and set().union(*picks) == {f"client_{i}" for i in range(10)}
+
+
+def test_fedcm_chooses_from_every_online_client_without_probing_and_warns_when_restricted():
+    from fedenv.evaluation import policy_config
+
+    base = EnvConfig(num_clients=6, clients_per_round=3, num_rounds=2, device="cpu")
+    for name in ("fedcm-ucb", "fedcm-ts"):
+        assert policy_config(base, make_policy(name), probing=False).clients_per_round == 6
+        with pytest.warns(UserWarning, match="chooses among the env's 3 random candidates of 6 clients"):
+            assert policy_config(base, make_policy(name), probing=True).clients_per_round == 3
+    assert policy_config(base, make_policy("fedavg"), probing=False).clients_per_round == 3  # FedAvg samples

@@ -55,11 +55,16 @@ class Policy(ABC):
             for learned policies trained on probing observations; False (the default) for pre-selection
             policies, which choose before any client trains and are run without probing, so that they
             are charged only for what they make clients do.
+        selects_from_all_online: whether the policy is meant to choose among every online client (FedCM's
+            bandits keep statistics per client): without probing the runner then makes every online
+            client a candidate (``clients_per_round = num_clients``); with probing it keeps the env's
+            random candidates and warns.
     """
 
     name = "policy"
     env_overrides: ClassVar[dict[str, Any]] = {}
     probes: ClassVar[bool] = False
+    selects_from_all_online: ClassVar[bool] = False
 
     def reset(self, seed: int) -> None:  # noqa: B027 - optional no-op hook
         """Called before each episode with the episode's seed (seed any randomness from it)."""

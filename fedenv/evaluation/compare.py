@@ -7,6 +7,7 @@ initialisation, trace assignment and candidate draws (paired comparison).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,9 +64,20 @@ def evaluate_policies(
 def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = None) -> EnvConfig:
     """The env config ``policy`` runs in: ``env_config`` with the policy's ``env_overrides`` and
     ``probing`` (None: the policy's own mode, ``policy.probes``: pre-selection policies run without
-    probing, so that they are charged only for what they make clients do)."""
+    probing, so that they are charged only for what they make clients do). A policy that
+    ``selects_from_all_online`` (FedCM) gets every online client as a candidate without probing, and a
+    ``UserWarning`` with probing when the env offers fewer candidates than clients."""
     mode = policy.probes if probing is None else probing
-    return dataclasses.replace(env_config, **policy.env_overrides, probing=mode)
+    overrides = dict(policy.env_overrides)
+    if policy.selects_from_all_online and env_config.clients_per_round < env_config.num_clients:
+        if mode:
+            warnings.warn(f"{policy.name} chooses among the env's {env_config.clients_per_round} random candidates "
+                          f"of {env_config.num_clients} clients because it runs with probing (every candidate "
+                          "trains first): its per-client statistics cover few clients; without probing it chooses "
+                          "from every online client", stacklevel=2)
+        else:
+            overrides["clients_per_round"] = env_config.num_clients
+    return dataclasses.replace(env_config, **overrides, probing=mode)
 
 
 def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out_dir: str | Path | None = None,
