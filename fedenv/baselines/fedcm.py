@@ -24,7 +24,7 @@ class BanditPolicy(Policy):
     """
 
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedca"}
-    selects_from_all_online = True  # FedCM samples from all clients (Algorithm 1), not from a random subset
+    selects_from_all_online = True  # FedCM takes the top fraction of all clients S (Algorithms 2-3, line 4)
 
     def __init__(self, select_fraction: float = DEFAULT_SELECT_FRACTION):
         self.select_fraction = check_select_fraction(select_fraction)
