@@ -135,7 +135,7 @@ class FederationSimulator:
             The training result and the ``(len(clients),)`` probing latencies, s.
         """
         states = self.clients
-        result = yield TrainRequest(self.federation, clients, 1, self._generators(clients, phase=0))
+        result = yield TrainRequest(self.federation, clients, 1, self.minibatch_generators(clients, phase=0))
         samples = result.samples.to(result.loss_sum.device)
         states.probe_loss[clients] = (result.loss_sum / samples).cpu().numpy()
         states.probe_loss_sq[clients] = (result.loss_sq_sum / samples).cpu().numpy()
@@ -214,7 +214,7 @@ class FederationSimulator:
             result, _ = yield from self._probe_process(completed)
         if cfg.local_epochs > 1:
             result = yield TrainRequest(self.federation, completed, cfg.local_epochs - 1,
-                                        self._generators(completed, phase=1), result)
+                                        self.minibatch_generators(completed, phase=1), result)
         return result
 
     def _partition(self, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
@@ -224,8 +224,10 @@ class FederationSimulator:
         shards = PARTITIONERS[cfg.partition](self._train_labels[pool], owners, cfg.num_clients, rng, cfg)
         return [pool[s] for s in check_shards(cfg.partition, shards, cfg.num_clients)], validation
 
-    def _generators(self, clients: np.ndarray, phase: int) -> list[torch.Generator]:
-        """One generator per client fixing its minibatch order in this round and phase (0: probing)."""
+    def minibatch_generators(self, clients: np.ndarray, phase: int) -> list[torch.Generator]:
+        """One CPU generator per client of ``clients`` fixing its minibatch order in the current round and
+        ``phase`` (0: the probing epoch or, without probing, the first epoch; 1: the remaining epochs); each
+        derives from the episode seed, the round, the client id and the phase only."""
         generators = []
         for client in clients:
             state = np.random.SeedSequence(self._batch_entropy, spawn_key=(self.round, int(client), phase))

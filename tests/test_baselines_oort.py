@@ -202,7 +202,7 @@ def test_oort_sees_the_loss_of_all_probing_samples_not_only_the_last_batch():
     env = fedenv.parallel_env(num_clients=2, clients_per_round=2, num_rounds=1, batch_size=16)
     _, infos = env.reset(seed=0)
     fed = env.simulator.federation
-    generators = env.simulator._generators(np.arange(2), phase=0)
+    generators = env.simulator.minibatch_generators(np.arange(2), phase=0)
     schedule = make_schedule(fed.client_indices, 1, 16, generators)
     params = {n: p.unsqueeze(0).repeat(2, *[1] * p.dim()) for n, p in fed.global_params.items()}
     reference = train_reference(fed.model, params, {n: torch.zeros_like(p) for n, p in params.items()},
