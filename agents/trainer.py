@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import VDNConfig
@@ -29,6 +28,7 @@ from agents.validation import VALIDATION_SEEDS, check_validation_seeds, evaluate
 from agents.vdn import QNetwork, VDNLearner, linear_epsilon
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
+from fedenv.models.seeding import SeededDraws
 from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 TRAINING_SEED_BASE = 10_000
@@ -210,7 +210,7 @@ class Trainer:
 
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (a CPU copy of the Q-network; building it draws from no global generator)."""
-        with torch.random.fork_rng(devices=[]):
+        with SeededDraws(0):  # its initial weights are overwritten below
             q = QNetwork(self.learner.obs_dim, self.vdn_config.hidden)
         q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
         return GreedyPolicy(q, self.env.feature_names, self.env.config)

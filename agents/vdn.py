@@ -23,6 +23,7 @@ from torch import nn
 
 from agents.config import VDNConfig
 from agents.replay import Batch
+from fedenv.models.seeding import SeededDraws
 
 
 class QNetwork(nn.Module):
@@ -71,8 +72,7 @@ class VDNLearner:
         self.config = config.validate()
         self.device = torch.device(device)
         self.obs_dim = obs_dim
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with SeededDraws(seed):  # the weights of torch.manual_seed(seed); the global RNG is left alone
             self.q = QNetwork(obs_dim, tuple(config.hidden)).to(self.device)
         self.target = copy.deepcopy(self.q)
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.learning_rate)

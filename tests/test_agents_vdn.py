@@ -70,3 +70,15 @@ def test_the_optimiser_gets_the_configured_learning_rate():
     learner = VDNLearner(D, VDNConfig(learning_rate=np.float64(2e-3)), seed=0)
     assert learner.optimizer.param_groups[0]["lr"] == 2e-3
     assert type(learner.optimizer.param_groups[0]["lr"]) is float
+
+
+def test_learner_weights_are_those_of_manual_seed_and_leave_the_global_rng_alone():
+    from agents.vdn import QNetwork
+
+    state = torch.get_rng_state()
+    learner = VDNLearner(5, VDNConfig(hidden=(8,)), "cpu", seed=3)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(3)
+    reference = QNetwork(5, (8,))
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(learner.q.state_dict()[name], tensor), name
