@@ -41,7 +41,7 @@ from fedenv.latency import capped_latency_s, full_round_s, on_time, round_latenc
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.registry import AGGREGATION_RULES, PARTITIONERS
 from fedenv.round_records import ClientStates, RoundOutcome, push_history
-from fedenv.traces import TraceReplay, load_trace
+from fedenv.traces import TraceReplay, load_trace, reference_round_latency_s
 
 BITS_PER_PARAMETER = 32
 """Uploads and downloads carry float32 weights (no compression)."""
@@ -235,16 +235,11 @@ class FederationSimulator:
         return generators
 
     def _reference_latency_s(self) -> float:
+        """The observation's latency scale: :func:`fedenv.traces.reference_round_latency_s` for a client of
+        mean size (the client pool over ``num_clients``) training ``local_epochs`` epochs."""
         cfg = self.config
-        pool_size = len(self._train_labels) * (1.0 - cfg.val_fraction)
-        samples = cfg.local_epochs * pool_size / cfg.num_clients
-        latencies = [
-            self.model_bits / (np.median(c.download_kbps) * 1000.0)
-            + c.train_ms_per_sample * self.model_macs / self.trace.reference_macs * samples / 1000.0
-            + self.model_bits / (np.median(c.upload_kbps) * 1000.0)
-            for c in self.trace.clients
-        ]
-        return float(np.median(latencies))
+        samples = cfg.local_epochs * len(self._train_labels) * (1.0 - cfg.val_fraction) / cfg.num_clients
+        return reference_round_latency_s(self.trace, self.model_macs, self.model_bits, samples)
 
 
 def samples_per_epoch(data_size: np.ndarray, batch_size: int, drop_last: bool) -> np.ndarray:
