@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from fedenv.config import ENGINES
-from fedenv.data import load_dataset, subsample_test_split
+from fedenv.data import load_dataset, subsample_split
 from fedenv.engine import (
     CPU_CHUNK_BYTES,
     Federation,
@@ -106,7 +106,7 @@ def main(argv=None) -> None:
         parser.error(f"--cpu-chunk-mib {args.cpu_chunk_mib:g}: must be >= 0 (0: all clients at once)")
 
     device = resolve_device(args.device)
-    data = subsample_test_split(load_dataset(args.dataset, args.data_root), args.test_samples)
+    data = subsample_split(load_dataset(args.dataset, args.data_root), "test", args.test_samples)
     rng = np.random.default_rng(0)
     n = len(data.train_y)
     client_indices = [np.sort(rng.choice(n, args.samples, replace=False)) for _ in range(args.clients)]

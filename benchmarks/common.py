@@ -32,7 +32,7 @@ from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
 from fedenv.baselines import Policy, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import EpisodeRecord, evaluate_policies, json_safe, per_episode_metrics
-from fedenv.registry import POLICIES
+from fedenv.registry import DATASETS, POLICIES
 
 EVAL_SEED_BASE = 1000
 QUICK_FIXED = ("fedavg", "random", "fastest")
@@ -52,8 +52,14 @@ def add_study_arguments(parser: argparse.ArgumentParser, episodes: int) -> None:
     parser.add_argument("--seed", type=int, default=0, help="training seed")
     parser.add_argument("--num-clients", type=int, default=10)
     parser.add_argument("--num-rounds", type=int, default=20)
+    parser.add_argument("--dataset", default="mnist5k", choices=DATASETS.names(),
+                        help="dataset of the training federation (default: the embedded mnist5k)")
     parser.add_argument("--data-root", default=None,
                         help="folder holding MNIST/ and FashionMNIST/ (torchvision layout)")
+    parser.add_argument("--train-samples", type=int, default=None,
+                        help="partition a fixed subset of this many training samples (EnvConfig.train_samples)")
+    parser.add_argument("--test-samples", type=int, default=None,
+                        help="evaluate on a fixed subset of this many test samples (EnvConfig.test_samples)")
     parser.add_argument("--device", default="auto", help="torch device of the FL engine")
     parser.add_argument("--fixed", default=None,
                         help="comma-separated fixed policies (default: all registered; --quick: fedavg,random,fastest)")
@@ -67,13 +73,15 @@ def apply_quick(args: argparse.Namespace) -> None:
         args.num_clients, args.num_rounds = QUICK_FEDERATION["num_clients"], QUICK_FEDERATION["num_rounds"]
 
 
-def base_config(args: argparse.Namespace, dataset: str = "mnist") -> EnvConfig:
-    """The training federation: :data:`QUICK_FEDERATION` with ``--quick``, else ``dataset`` from
-    ``--data-root`` with ``--num-clients`` clients (all candidates) and ``--num-rounds`` rounds."""
+def base_config(args: argparse.Namespace) -> EnvConfig:
+    """The training federation: :data:`QUICK_FEDERATION` with ``--quick``, else ``--dataset`` (from
+    ``--data-root``, cut to ``--train-samples`` and ``--test-samples``) with ``--num-clients`` clients (all
+    candidates) and ``--num-rounds`` rounds."""
     if args.quick:
         return EnvConfig(**QUICK_FEDERATION).validate()
-    return EnvConfig(dataset=dataset, data_root=args.data_root, num_clients=args.num_clients,
-                     clients_per_round=args.num_clients, num_rounds=args.num_rounds, device=args.device).validate()
+    return EnvConfig(dataset=args.dataset, data_root=args.data_root, train_samples=args.train_samples,
+                     test_samples=args.test_samples, num_clients=args.num_clients, clients_per_round=args.num_clients,
+                     num_rounds=args.num_rounds, device=args.device).validate()
 
 
 def fixed_names(args: argparse.Namespace) -> list[str]:

@@ -11,7 +11,8 @@ types of ``traces/devices.csv``; it is then evaluated, without retraining, on he
 - 4K and 8K clients (the same number of candidates per round, drawn from the larger pool);
 - each of ``--other-epochs`` local epochs;
 - a trace of the other half of the device types (held out of training);
-- LeNet-5 on Fashion-MNIST, zero-shot and after ``--fine-tune-episodes`` episodes of fine-tuning, next
+- ``--target-model`` on ``--target-dataset`` (LeNet-5 on Fashion-MNIST), zero-shot and after
+  ``--fine-tune-episodes`` episodes of fine-tuning, next
   to an agent trained there from scratch for as many episodes as the source agent (``vs_scratch``:
   the row's VDN return over the scratch agent's, FedMarl's 0.965).
 
@@ -21,7 +22,11 @@ out), so both halves span fast and slow phones. Both traces are written to ``OUT
 and the best fixed policy on the same seeds (``ratio``, :mod:`benchmarks.common`).
 
     python -m benchmarks.transfer --quick --out results/transfer_quick
-    python -m benchmarks.transfer --data-root ~/data --num-clients 10 --episodes 300 --out results/transfer
+    python -m benchmarks.transfer --dataset mnist --data-root ~/data --train-samples 4500 --num-clients 10 \
+        --episodes 300 --out results/transfer
+
+With ``--train-samples N`` the clients keep their data sizes at 4K and 8K clients (``4N`` and ``8N``
+samples); the embedded ``mnist5k`` has too few digits for that, hence full MNIST from ``--data-root``.
 """
 
 from __future__ import annotations
@@ -80,12 +85,20 @@ def write_split_traces(out: Path, num_clients: int, seed: int) -> tuple[str, str
     return paths[0], paths[1]
 
 
+def scaled_clients(config: EnvConfig, scale: int) -> EnvConfig:
+    """``config`` with ``scale`` times the clients and the same candidates per round; with
+    ``train_samples`` set, ``scale`` times the training samples too, so that the clients keep their
+    data sizes (FedMarl's clients hold their own data: more clients, more data)."""
+    train_samples = None if config.train_samples is None else scale * config.train_samples
+    return dataclasses.replace(config, num_clients=scale * config.num_clients, train_samples=train_samples)
+
+
 def transfer_settings(source: EnvConfig, held_out_trace: str, other_epochs: list[int],
                       target: EnvConfig) -> list[tuple[str, EnvConfig]]:
     """``(row name, env config)`` of every zero-shot row (module docstring)."""
     settings = [("trained setting", source)]
     for scale in CLIENT_SCALES:
-        settings.append((f"clients x{scale}", dataclasses.replace(source, num_clients=scale * source.num_clients)))
+        settings.append((f"clients x{scale}", scaled_clients(source, scale)))
     for epochs in other_epochs:
         settings.append((f"local epochs {epochs}", dataclasses.replace(source, local_epochs=epochs)))
     settings.append(("held-out devices", dataclasses.replace(source, trace=held_out_trace)))
@@ -105,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     add_study_arguments(parser, episodes=300)
     parser.add_argument("--other-epochs", default="1,5", help="comma-separated local epochs to transfer to")
     parser.add_argument("--fine-tune-episodes", type=int, default=10, help="FedMarl's 10")
+    parser.add_argument("--target-model", default="lenet5", help="model of the cross-task rows (default: %(default)s)")
+    parser.add_argument("--target-dataset", default="fashion-mnist",
+                        help="dataset of the cross-task rows (default: %(default)s; --quick: mnist5k)")
     args = parser.parse_args(argv)
     apply_quick(args)
     if args.quick:
@@ -113,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     base = base_config(args)
     train_trace, held_out_trace = write_split_traces(out / "traces", max(CLIENT_SCALES) * base.num_clients, args.seed)
     source = dataclasses.replace(base, trace=train_trace)
-    target = dataclasses.replace(source, model="lenet5", dataset="mnist5k" if args.quick else "fashion-mnist")
+    target = dataclasses.replace(source, model=args.target_model,
+                                 dataset="mnist5k" if args.quick else args.target_dataset).validate()
     agent = train_agent(source, args.episodes, args.seed, out / "agents" / "source")
     settings = transfer_settings(source, held_out_trace, [int(e) for e in args.other_epochs.split(",")], target)
     policies = [agent] * len(settings)

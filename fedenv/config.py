@@ -44,6 +44,23 @@ def _field(default, group: str, help: str):
     return field(default=default, metadata={"help": help, "group": group})
 
 
+COUNTS = ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size", "history_length",
+          "min_client_size", "xclass_classes", "xclass_samples")
+"""Fields of :class:`EnvConfig` that must be integers >= 1."""
+OPTIONAL_COUNTS = ("train_samples", "test_samples")
+"""Fields of :class:`EnvConfig` that must be integers >= 1 or None."""
+
+
+def _check_counts(config) -> None:
+    """Raise ``ValueError`` naming the first field of :data:`COUNTS` or :data:`OPTIONAL_COUNTS` whose value
+    is not allowed."""
+    for name in COUNTS + OPTIONAL_COUNTS:
+        value = getattr(config, name)
+        optional = name in OPTIONAL_COUNTS
+        if (value is not None or not optional) and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"{name}={value!r} must be an integer >= 1" + (" or None" if optional else ""))
+
+
 @dataclass
 class EnvConfig:
     """Configuration of :class:`fedenv.env.ClientSelectionEnv`: the federation and its data, local
@@ -91,6 +108,10 @@ class EnvConfig:
     val_fraction: float = _field(0.1, FEDERATION, (
         "share of each class of the training set held out as the server's validation split before "
         "partitioning, in [0, 0.99]; FedCA scores uploads on it (our default)"))
+    train_samples: int | None = _field(None, FEDERATION, (
+        "partition a fixed random subset of this many training samples over the clients, the same for "
+        "every seed (None: the whole training split); keeps per-client data sizes of a large dataset near "
+        "the embedded mnist5k's on a CPU"))
     test_samples: int | None = _field(None, FEDERATION, (
         "evaluate the global model on a fixed random subset of this many test samples, the same for "
         "every seed and policy (None: the whole test split); for large models on a CPU"))
@@ -204,11 +225,7 @@ class EnvConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
-        for name in ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size",
-                     "history_length", "min_client_size", "xclass_classes", "xclass_samples"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an integer >= 1")
+        _check_counts(self)
         if self.clients_per_round > self.num_clients:
             raise ValueError(
                 f"clients_per_round={self.clients_per_round} must be <= num_clients={self.num_clients}"
@@ -227,8 +244,6 @@ class EnvConfig:
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 0")
-        if self.test_samples is not None and (not isinstance(self.test_samples, int) or self.test_samples < 1):
-            raise ValueError(f"test_samples={self.test_samples!r} must be an integer >= 1 or None")
         if self.round_deadline_s is not None and not self.round_deadline_s > 0:
             raise ValueError(f"round_deadline_s={self.round_deadline_s!r} must be > 0 or None")
         if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from fedenv.config import EnvConfig
-from fedenv.data import Dataset, load_dataset, split_validation, subsample_test_split
+from fedenv.data import Dataset, load_dataset, split_validation, subsample_split
 from fedenv.data.partition.common import check_shards
 from fedenv.engine import (
     EnvProcess,
@@ -67,8 +67,8 @@ class FederationSimulator:
     def __init__(self, config: EnvConfig):
         self.config = cfg = config
         self.device = resolve_device(cfg.device)
-        self.dataset = subsample_test_split(_dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download),
-                                            cfg.test_samples)
+        dataset = _dataset_on(self.device, cfg.dataset, cfg.data_root, cfg.download)
+        self.dataset = subsample_split(subsample_split(dataset, "train", cfg.train_samples), "test", cfg.test_samples)
         self._train_labels = self.dataset.train_y.cpu().numpy()
         self.trace = load_trace(cfg.trace)
         if cfg.num_clients > len(self.trace.clients):

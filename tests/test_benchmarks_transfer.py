@@ -70,3 +70,12 @@ def test_quick_study_traces_hold_disjoint_device_types(quick_study):
     held_out = load_trace(str(out / "traces" / "devices_held_out.json"))
     assert len(train.clients) == len(held_out.clients) == 24
     assert not {c.device for c in train.clients} & {c.device for c in held_out.clients}
+
+
+def test_scaled_clients_keeps_the_candidates_and_each_clients_data_size():
+    from fedenv.config import EnvConfig
+
+    base = EnvConfig(num_clients=10, clients_per_round=10, train_samples=4500)
+    scaled = transfer.scaled_clients(base, 8)
+    assert (scaled.num_clients, scaled.clients_per_round, scaled.train_samples) == (80, 10, 36000)
+    assert transfer.scaled_clients(EnvConfig(train_samples=None), 4).train_samples is None

@@ -54,3 +54,34 @@ def test_test_samples_evaluates_every_env_on_the_same_fixed_subset():
     assert len(full.test_y) == 1000  # the cached full dataset is untouched
     with pytest.raises(ValueError, match=r"test_samples=5000 must be in \[1, 1000\]"):
         ClientSelectionEnv(test_samples=5000)
+
+
+def test_train_samples_partitions_a_fixed_subset_of_the_training_split():
+    from fedenv.env import ClientSelectionEnv
+
+    full = load_dataset("mnist5k")
+    a = ClientSelectionEnv(train_samples=1000, num_rounds=1, num_clients=4, clients_per_round=4)
+    b = ClientSelectionEnv(train_samples=1000, num_rounds=1, num_clients=4, clients_per_round=4)
+    assert len(a.simulator.dataset.train_y) == 1000
+    assert torch.equal(a.simulator.dataset.train_x, b.simulator.dataset.train_x)
+    rows = [tuple(row) for row in a.simulator.dataset.train_x.flatten(1)[:, ::7].tolist()]
+    members = {tuple(row) for row in full.train_x.flatten(1)[:, ::7].tolist()}
+    assert len(set(rows)) == 1000 and all(row in members for row in rows)
+    a.reset(seed=3)
+    used = np.concatenate([*a.simulator.client_indices, a.simulator.validation_indices])
+    assert len(np.unique(used)) == len(used) and used.max() < 1000  # partitioned from the 1,000 kept samples
+    assert len(full.train_y) == 4000 and len(a.simulator.dataset.test_y) == len(full.test_y)
+    with pytest.raises(ValueError, match=r"train_samples=5000 must be in \[1, 4000\]"):
+        ClientSelectionEnv(train_samples=5000)
+
+
+def test_subsample_split_cuts_the_recorded_users_with_their_samples():
+    from fedenv.data import subsample_split
+
+    x = torch.arange(6).unsqueeze(1).repeat(1, 5)
+    data = Dataset("w", x, torch.arange(6), x[:2], torch.arange(2), 6, np.arange(6) * 10)
+    cut = subsample_split(data, "train", 3, seed=1)
+    assert cut.train_owner.tolist() == [10 * i for i in cut.train_y.tolist()]
+    assert cut.train_x[:, 0].tolist() == cut.train_y.tolist() == sorted(cut.train_y.tolist())
+    with pytest.raises(ValueError, match="split='val' is not known; allowed: train, test"):
+        subsample_split(data, "val", 3)

@@ -11,7 +11,7 @@ Partitioners: :mod:`fedenv.data.partition` (registered in :data:`fedenv.registry
 """
 
 from fedenv.data.cifar10 import read_cifar10, read_cifar10_batch
-from fedenv.data.dataset import Dataset, DatasetSpec, load_dataset, subsample_test_split
+from fedenv.data.dataset import Dataset, DatasetSpec, load_dataset, subsample_split
 from fedenv.data.idx import read_idx
 from fedenv.data.partition import (
     partition_dirichlet,
@@ -26,5 +26,5 @@ from fedenv.data.shakespeare import LEAF_LETTERS, read_leaf_shakespeare
 __all__ = [
     "LEAF_LETTERS", "Dataset", "DatasetSpec", "load_dataset", "partition_dirichlet", "partition_fedmarl",
     "partition_iid", "partition_natural", "partition_xclass", "read_cifar10", "read_cifar10_batch", "read_idx",
-    "read_leaf_shakespeare", "split_validation", "subsample_test_split",
+    "read_leaf_shakespeare", "split_validation", "subsample_split",
 ]

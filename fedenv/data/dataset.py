@@ -134,19 +134,31 @@ def greyscale_dataset(name: str, train_x, train_y, test_x, test_y) -> Dataset:
     )
 
 
-def subsample_test_split(dataset: Dataset, size: int | None, seed: int = 0) -> Dataset:
-    """``dataset`` with its test split cut to a fixed random subset of ``size`` samples (None: unchanged).
+def subsample_split(dataset: Dataset, split: str, size: int | None, seed: int = 0) -> Dataset:
+    """``dataset`` with its ``split`` (``"train"`` or ``"test"``) cut to a fixed random subset of ``size``
+    samples, kept in their original order (None: unchanged).
 
-    The subset depends only on ``seed``, so every episode and policy is evaluated on the same samples.
-    For large models on a CPU, where evaluating the whole test split each round dominates the run.
+    The subset depends only on ``seed``, so every episode and policy sees the same samples. The test
+    split is cut for large models on a CPU, where evaluating all of it each round dominates the run
+    (``EnvConfig.test_samples``); the training split to keep per-client sizes of a large dataset small
+    (``EnvConfig.train_samples``; the samples' users, where recorded, are cut alike).
 
     Raises:
-        ValueError: ``size`` below 1 or above the test split's size.
+        ValueError: ``split`` is neither ``"train"`` nor ``"test"``, or ``size`` is below 1 or above the
+            split's size.
     """
+    if split not in ("train", "test"):
+        raise ValueError(f"split={split!r} is not known; allowed: train, test")
     if size is None:
         return dataset
-    n = len(dataset.test_y)
+    labels = dataset.train_y if split == "train" else dataset.test_y
+    n = len(labels)
     if not 1 <= size <= n:
-        raise ValueError(f"test_samples={size} must be in [1, {n}] (the test split of {dataset.name!r})")
-    keep = torch.as_tensor(np.sort(np.random.default_rng(seed).permutation(n)[:size])).to(dataset.test_y.device)
-    return dataclasses.replace(dataset, test_x=dataset.test_x[keep], test_y=dataset.test_y[keep])
+        raise ValueError(f"{split}_samples={size} must be in [1, {n}] (the {split} split of {dataset.name!r})")
+    keep = np.sort(np.random.default_rng(seed).permutation(n)[:size])
+    index = torch.as_tensor(keep).to(labels.device)
+    if split == "test":
+        return dataclasses.replace(dataset, test_x=dataset.test_x[index], test_y=dataset.test_y[index])
+    owners = None if dataset.train_owner is None else dataset.train_owner[keep]
+    return dataclasses.replace(dataset, train_x=dataset.train_x[index], train_y=dataset.train_y[index],
+                               train_owner=owners)
