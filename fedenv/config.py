@@ -57,7 +57,7 @@ def _check_counts(config) -> None:
     for name in COUNTS + OPTIONAL_COUNTS:
         value = getattr(config, name)
         optional = name in OPTIONAL_COUNTS
-        if (value is not None or not optional) and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        if not (optional and value is None) and value < 1:  # the types are checked on construction
             raise ValueError(f"{name}={value!r} must be an integer >= 1" + (" or None" if optional else ""))
 
 

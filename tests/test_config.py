@@ -38,9 +38,8 @@ def test_from_dict_names_unknown_fields():
 @pytest.mark.parametrize("field,value,message", [
     ("partition", "shards", "partition='shards' is not known; allowed: fedmarl"),
     ("num_rounds", 0, "num_rounds=0 must be an integer >= 1"),
-    ("num_rounds", None, "num_rounds=None must be an integer >= 1"),
     ("train_samples", 0, "train_samples=0 must be an integer >= 1 or None"),
-    ("test_samples", True, "test_samples=True must be an integer >= 1 or None"),
+    ("test_samples", -2, "test_samples=-2 must be an integer >= 1 or None"),
     ("dominant_fraction", 1.5, "dominant_fraction=1.5 must be in [0.0, 1.0]"),
     ("fedadp_alpha", 0.0, "fedadp_alpha=0.0 must be > 0"),
     ("round_deadline_s", -1.0, "round_deadline_s=-1.0 must be > 0 or None"),
