@@ -16,7 +16,7 @@ Writes ``table.csv`` (``learner, status, train_s`` and :func:`benchmarks.common.
 ``episodes.json``.
 
     python -m benchmarks.learners --quick --out results/learners_quick
-    python -m benchmarks.learners --data-root ~/data --episodes 300 --out results/learners
+    python -m benchmarks.learners --episodes 300 --out results/learners
 """
 
 from __future__ import annotations

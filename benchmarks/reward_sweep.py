@@ -9,7 +9,7 @@ evaluated with FedAvg and the fixed policies on the same held-out seeds. Writes 
 latency and against total upload, one point per scale for VDN and FedAvg's point for reference.
 
     python -m benchmarks.reward_sweep --quick --out results/reward_sweep_quick
-    python -m benchmarks.reward_sweep --data-root ~/data --episodes 300 --out results/reward_sweep
+    python -m benchmarks.reward_sweep --episodes 300 --out results/reward_sweep
 """
 
 from __future__ import annotations
