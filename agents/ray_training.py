@@ -28,6 +28,7 @@ import os
 import time
 from pathlib import Path
 
+import torch
 from tqdm.auto import tqdm
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
@@ -58,6 +59,10 @@ class RolloutWorker:
     def pid(self) -> int:
         """The worker's process id."""
         return os.getpid()
+
+    def torch_threads(self) -> int:
+        """torch's intra-op threads in the worker (Ray sets ``OMP_NUM_THREADS`` to the one CPU it reserves)."""
+        return torch.get_num_threads()
 
     def play(self, episodes: list[int], weights: dict) -> tuple[list[EpisodeRollout], float]:
         """Play ``episodes`` (at most ``num_envs``) with Q-network ``weights`` (a ``state_dict``).
@@ -90,7 +95,8 @@ class RayTrainer(Trainer):
         import ray
 
         super().__init__(env_config, vdn_config, episodes, seed, num_envs=1)
-        num_workers = options.num_workers or start_ray(options)
+        cpus = start_ray(options)
+        num_workers = options.num_workers or cpus
         actor = ray.remote(RolloutWorker).options(num_cpus=1, num_gpus=options.worker_gpus,
                                                   max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
         self.workers = [actor.remote(env_config, vdn_config, self.episodes, self.seed, num_envs)

@@ -107,3 +107,18 @@ def test_train_agents_on_ray_writes_a_checkpoint_and_resumes(cluster, tmp_path):
     assert train_agents.main(["--resume", str(tmp_path), "--eval-seeds", "--no-progress", "--ray-address", "local",
                               "--num-workers", "2", "--sync"]) == 0
     assert load_checkpoint(tmp_path / "checkpoint.pt")["env_steps"] == 4
+
+
+def test_the_trainer_starts_the_cluster_of_its_options_and_each_actor_runs_one_torch_thread(cluster, monkeypatch):
+    from agents import ray_training
+
+    asked = []
+    monkeypatch.setattr(ray_training, "start_ray", lambda options: asked.append(options) or 2)
+    options = RayOptions("ray://head:10001", num_workers=1)
+    trainer = RayTrainer(ENV, VDN, EPISODES, seed=3, options=options)
+    try:
+        # with --num-workers given too, the trainer joins the cluster --ray-address names (not Ray's default)
+        assert asked == [options]
+        assert ray.get([worker.torch_threads.remote() for worker in trainer.workers]) == [1]
+    finally:
+        trainer.close()
