@@ -1,0 +1,62 @@
+"""benchmarks/schedules.py: the late-rounds schedule's choices, the grid parser, the rows' ratios, the --quick run."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import schedules
+
+
+def observations(candidate_flags):
+    return {f"client_{i}": {"observation": np.zeros(3, dtype=np.float32),
+                            "action_mask": np.array([1, flag], dtype=np.int8)}
+            for i, flag in enumerate(candidate_flags)}
+
+
+def play(schedule, seed, rounds, flags=(1, 1, 0, 1)):
+    schedule.reset(seed)
+    return [schedule.act(observations(flags), {}) for _ in range(rounds)]
+
+
+def test_k_random_candidates_then_every_candidate_in_the_last_rounds():
+    actions = play(schedules.LateRoundsSchedule(k=1, last_rounds=2, num_rounds=5), seed=3, rounds=5)
+    for t, round_actions in enumerate(actions, start=1):
+        assert set(round_actions) == {"client_0", "client_1", "client_3"}  # candidates only
+        assert sum(round_actions.values()) == (3 if t > 3 else 1)
+    assert play(schedules.LateRoundsSchedule(1, 2, 5), 3, 5) == actions  # seeded per episode
+    picks = {tuple(sorted(a for a, v in play(schedules.LateRoundsSchedule(1, 0, 5), s, 1)[0].items() if v))
+             for s in range(20)}
+    assert len(picks) == 3  # every candidate gets drawn over seeds
+
+
+def test_bad_schedules_and_grids_are_refused_by_name():
+    with pytest.raises(ValueError, match="last_rounds=6"):
+        schedules.LateRoundsSchedule(1, 6, 5)
+    with pytest.raises(ValueError, match="'2-3' is not k:L"):
+        schedules.parse_grid("1:3,2-3")
+    assert schedules.parse_grid(" 1:3, 2:5") == [(1, 3), (2, 5)]
+
+
+def test_rows_hold_means_and_fedavgs_costs_over_the_schedules():
+    def episode(ret, acc, lat, mb):
+        return {"team_return": ret, "final_accuracy": acc, "total_latency_s": lat, "total_comm_mb": mb}
+
+    per_episode = {"fedavg": [episode(0.2, 0.9, 600.0, 120.0), episode(0.4, 0.8, 400.0, 120.0)],
+                   "s": [episode(0.5, 0.85, 200.0, 30.0), episode(0.3, 0.8, 300.0, 50.0)]}
+    fedavg, s = schedules.schedule_rows(per_episode)
+    assert (fedavg["latency_gain"], fedavg["upload_gain"]) == (1.0, 1.0)
+    assert s["team_return"] == pytest.approx(0.4) and s["final_accuracy"] == pytest.approx(0.825)
+    assert s["latency_gain"] == pytest.approx(500 / 250) and s["upload_gain"] == pytest.approx(120 / 40)
+
+
+def test_quick_run_writes_a_row_per_policy_from_its_episodes(tmp_path):
+    assert schedules.main(["--quick", "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "table.csv").open()))
+    episodes = json.loads((tmp_path / "episodes.json").read_text())
+    assert [row["policy"] for row in rows] == ["fedavg", "1 random, all last 1"]
+    for row in rows:
+        uploads = [e["total_comm_mb"] for e in episodes[row["policy"]]]
+        assert float(row["total_comm_mb"]) == pytest.approx(np.mean(uploads))
+    assert float(rows[1]["total_comm_mb"]) < float(rows[0]["total_comm_mb"])  # 1 of 3 in round 1, all in round 2
