@@ -22,7 +22,7 @@ def last_step(model_name):
     return fed, params, fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]], valid
 
 
-@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5", "lenet5-classic"])
 def test_fast_path_gradients_equal_vmap_gradients(model_name):
     fed, params, x, y, valid = last_step(model_name)
     assert (valid.sum(1) < 16).any()

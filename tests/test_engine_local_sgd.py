@@ -44,7 +44,7 @@ CONFIGS = [
 
 
 @pytest.mark.parametrize("engine", ["auto", "vmap"])
-@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5", "lenet5-classic"])
 @pytest.mark.parametrize("config", CONFIGS)
 def test_batched_round_equals_the_reference_loop(model_name, config, engine):
     fed, schedule, params, momentum = round_inputs(model_name, config)
