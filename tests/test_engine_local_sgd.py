@@ -60,6 +60,31 @@ def test_batched_round_equals_the_reference_loop(model_name, config, engine):
     assert batched.samples.tolist() == [2 * len(i) for i in fed.client_indices]
 
 
+def test_momentum_without_decay_or_prox_takes_the_fused_mlp_step_and_equals_the_reference_loop():
+    config = LocalTrainingConfig(batch_size=16, lr=0.02, momentum=0.9)
+    fed, schedule, params, momentum = round_inputs("mlp", config)
+    order = torch.tensor([5, 0, 3, 1, 4, 2])  # not sorted by size: the result is unsorted at the end
+    schedule = type(schedule)(schedule.index[:, order], schedule.valid[:, order])
+    args = (fed.model, params, momentum, fed.global_params, fed.train_x, fed.train_y, schedule, config)
+    batched, reference = train_batched(*args), train_reference(*args)
+    for name in params:
+        assert torch.allclose(batched.params[name], reference.params[name], atol=1e-5, rtol=0), name
+        assert torch.allclose(batched.momentum[name], reference.momentum[name], atol=1e-5, rtol=0), name
+    assert torch.allclose(batched.loss_sum, reference.loss_sum, rtol=1e-5)
+    assert torch.allclose(batched.loss_sq_sum, reference.loss_sq_sum, rtol=1e-5)
+
+
+def test_without_momentum_the_given_buffers_are_returned_and_the_losses_follow_the_clients():
+    fed, schedule, params, momentum = round_inputs("lenet5-classic", CONFIGS[0], num_clients=4)
+    order = torch.tensor([2, 0, 3, 1])
+    schedule = type(schedule)(schedule.index[:, order], schedule.valid[:, order])
+    args = (fed.model, params, momentum, fed.global_params, fed.train_x, fed.train_y, schedule, CONFIGS[0])
+    batched, reference = train_batched(*args), train_reference(*args)
+    assert batched.momentum is momentum
+    assert torch.allclose(batched.loss_sum, reference.loss_sum, rtol=1e-5)
+    assert batched.samples.tolist() == reference.samples.tolist()
+
+
 def test_clients_in_any_order_get_the_results_of_the_sorted_order_and_inputs_stay_untouched():
     fed, schedule, params, momentum = round_inputs("mlp", CONFIGS[1], num_clients=4)
     before = {n: p.clone() for n, p in params.items()}
