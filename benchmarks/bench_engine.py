@@ -19,7 +19,8 @@ Rows (the default runs them all, ``--model`` runs one round setting):
   the batched engine and by the loop one after the other; times are sums over the requests.
 - *scaling*: time per env step and peak memory with 100, 1,000 and 4,000 clients and 10 candidates per
   round on full MNIST (needs ``--data-root``; each count in a fresh process so that its peak RSS is its
-  own; the trace is generated with ``fedenv.traces.generate_trace`` into a temporary folder).
+  own, printed for the whole process, which loading MNIST dominates, and for the steps alone; the trace
+  is generated with ``fedenv.traces.generate_trace`` into a temporary folder).
 
 Beside each ratio: the achieved training FLOP/s as a fraction of a float32 ``--matmul-size`` matrix
 multiply's (the best of several, measured in the same run: the machine's practical peak) and the least
@@ -179,12 +180,12 @@ class Measured:
         ratio = self.loop_s / self.batched_s
         least = self.train_flops / rate
         batched, loop = self.train_flops / self.batched_train_s / rate, self.train_flops / self.loop_train_s / rate
-        return (f"{self.label:52}  {self.batched_s:8.3f}  {self.loop_s:8.3f}  {ratio:6.2f}x  {batched:8.1%}  "
+        return (f"{self.label:60}  {self.batched_s:8.3f}  {self.loop_s:8.3f}  {ratio:6.2f}x  {batched:8.1%}  "
                 f"{loop:8.1%}  {least:8.3f}  {self.difference:9.1e}")
 
 
-HEADER = (f"{'':52}  {'batched':>8}  {'loop':>8}  {'ratio':>7}  {'batched':>8}  {'loop':>8}  {'least':>8}  {'max':>9}\n"
-          f"{'':52}  {'(s)':>8}  {'(s)':>8}  {'':>7}  {'of mm':>8}  {'of mm':>8}  {'train s':>8}  {'|diff|':>9}")
+HEADER = (f"{'':60}  {'batched':>8}  {'loop':>8}  {'ratio':>7}  {'batched':>8}  {'loop':>8}  {'least':>8}  {'max':>9}\n"
+          f"{'':60}  {'(s)':>8}  {'(s)':>8}  {'':>7}  {'of mm':>8}  {'of mm':>8}  {'train s':>8}  {'|diff|':>9}")
 
 
 def round_setting(args: argparse.Namespace, model_name: str, device: torch.device) -> tuple[Federation, np.ndarray]:
@@ -323,9 +324,11 @@ def drive(process, serve):
         return stop.value
 
 
-def scaling_run(num_clients: int, data_root: str, trace: str, steps: int) -> tuple[float, float, float]:
-    """In this process: ``(median s per env step, s to build and reset, peak RSS MiB)`` of the default
-    federation on full MNIST with ``num_clients`` clients and 10 candidates per round (FedAvg selects all)."""
+def scaling_run(num_clients: int, data_root: str, trace: str, steps: int) -> tuple[float, float, float, float | None]:
+    """In this process: ``(median s per env step, s to build and reset, peak RSS MiB, peak RSS MiB during
+    the steps or None)`` of the default federation on full MNIST with ``num_clients`` clients and 10
+    candidates per round (FedAvg selects all). The peak during the steps is read from Linux's
+    ``VmHWM`` after resetting it (``/proc/self/clear_refs``); None where that is not available."""
     start = time.perf_counter()
     env = ClientSelectionEnv(EnvConfig(dataset="mnist", data_root=data_root, num_clients=num_clients,
                                        clients_per_round=10, num_rounds=steps, trace=trace, device="cpu"))
@@ -333,12 +336,29 @@ def scaling_run(num_clients: int, data_root: str, trace: str, steps: int) -> tup
     observations, infos = env.reset(seed=0)
     policy.reset(0)
     built = time.perf_counter() - start
+    peak_reset = _reset_peak_rss()
     step_times = []
     while env.agents:
         start = time.perf_counter()
         observations, _, _, _, infos = env.step(policy.act(observations, infos))
         step_times.append(time.perf_counter() - start)
-    return statistics.median(step_times), built, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    during = _peak_rss_mib() if peak_reset else None
+    return (statistics.median(step_times), built, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, during)
+
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak RSS (Linux: write 5 to /proc/self/clear_refs); True if done."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS since the last reset, MiB (Linux ``VmHWM``)."""
+    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
 
 
 def measure_scaling(data_root: str, steps: int) -> list[str]:
@@ -350,9 +370,11 @@ def measure_scaling(data_root: str, steps: int) -> list[str]:
         trace.write_text(dumps_trace(generate_trace(devices, max(SCALING_CLIENTS), num_rounds=100, seed=0)))
         for clients in SCALING_CLIENTS:
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-                step_s, built_s, peak = pool.submit(scaling_run, clients, data_root, str(trace), steps).result()
+                step_s, built_s, peak, during = pool.submit(scaling_run, clients, data_root, str(trace),
+                                                            steps).result()
+            stepping = f"{during:.0f} MiB during the steps" if during is not None else "no peak of the steps alone"
             lines.append(f"{clients:>6} clients, 10 candidates: {step_s:.3f} s per step (median of {steps}), "
-                         f"build + reset {built_s:.1f} s, peak RSS {peak:.0f} MiB")
+                         f"build + reset {built_s:.1f} s; peak RSS {peak:.0f} MiB, {stepping}")
     return lines
 
 

@@ -146,7 +146,8 @@ def train_batched(
     params = {name: permute(p) for name, p in params.items()}
     momentum = {name: permute(b) for name, b in momentum.items()} if config.momentum else {}
     buffers = {name: permute(b) for name, b in (buffers or {}).items()}
-    anchor = {name: permute(a) if a.dim() == params[name].dim() else a for name, a in global_params.items()}
+    anchor = {name: permute(a) if a.dim() == params[name].dim() else a
+              for name, a in global_params.items()} if config.fedprox_mu else {}
     index, valid = schedule.index[:, order].to(device), schedule.valid[:, order].to(device)
     dtype = next(iter(params.values())).dtype
     weights = valid.to(dtype)
