@@ -85,6 +85,23 @@ def test_without_momentum_the_given_buffers_are_returned_and_the_losses_follow_t
     assert batched.samples.tolist() == reference.samples.tolist()
 
 
+@pytest.mark.parametrize("gather_bytes", [1, 16 * 784 * 4 * 3, 2**30],
+                         ids=["one-step-blocks", "few-steps", "one-block"])
+def test_minibatches_are_each_steps_active_clients_samples_however_many_steps_are_gathered_at_once(
+        monkeypatch, gather_bytes):
+    from fedenv.engine import local_sgd
+
+    fed, schedule, _, _ = round_inputs("mlp", CONFIGS[0])
+    _, active = local_sgd._longest_first(schedule)
+    active[1] = 0  # a step nobody computes is skipped
+    monkeypatch.setattr(local_sgd, "GATHER_BYTES", gather_bytes)
+    items = list(local_sgd._minibatches(fed.train_x, fed.train_y, schedule.index, active))
+    assert [(step, n) for step, n, _, _ in items] == [(s, n) for s, n in enumerate(active) if n]
+    for step, n, xs, ys in items:
+        assert torch.equal(xs, fed.train_x[schedule.index[step, :n]])
+        assert torch.equal(ys, fed.train_y[schedule.index[step, :n]])
+
+
 def test_clients_in_any_order_get_the_results_of_the_sorted_order_and_inputs_stay_untouched():
     fed, schedule, params, momentum = round_inputs("mlp", CONFIGS[1], num_clients=4)
     before = {n: p.clone() for n, p in params.items()}
