@@ -378,6 +378,20 @@ def measure_scaling(data_root: str, steps: int) -> list[str]:
     return lines
 
 
+TARGETS = {"ratio": 4.0, "lenet5-classic of matmul": 0.40, "episode of matmul": 0.55}
+"""The CPU targets: lenet5-classic (100 x 60 x 2) at least 4x the loop and 40 % of the matmul rate; the
+default federation's MLP training over whole episodes at least 55 % of it."""
+
+
+def target_lines(classic: Measured, episode: Measured, rate: float) -> list[str]:
+    """One line per :data:`TARGETS` entry: the measured value and whether it is met."""
+    measured = {"ratio": classic.loop_s / classic.batched_s,
+                "lenet5-classic of matmul": classic.train_flops / classic.batched_train_s / rate,
+                "episode of matmul": episode.train_flops / episode.batched_train_s / rate}
+    return [f"target {name}: >= {target:g}, measured {value:.3g}: {'met' if value >= target else 'NOT met'}"
+            for name, target in TARGETS.items() for value in [measured[name]]]
+
+
 def machine_line(device: torch.device) -> str:
     return (f"device {device}; torch threads {torch.get_num_threads()}; {os.cpu_count()} CPUs; "
             f"load average {os.getloadavg()[0]:.2f} (1 min)")
@@ -424,6 +438,8 @@ def main(argv=None) -> None:
     print(f"\nratio = loop / batched time; 'of mm': training FLOP/s / matmul FLOP/s; least train s: training "
           f"FLOPs / matmul FLOP/s. {machine_line(device)}")
     if not args.model:
+        for line in target_lines(rows[0], rows[2], rate):
+            print(line)
         if args.data_root is None:
             print("\nscaling in clients: skipped (needs --data-root, a folder holding MNIST/)")
         else:

@@ -37,6 +37,18 @@ def test_a_row_prints_the_ratio_fractions_of_the_matmul_rate_and_least_time_by_h
                                            "2.0e-07"]
 
 
+def test_targets_are_judged_on_the_classic_row_and_the_episode_row():
+    classic = bench_engine.Measured("c", batched_s=0.5, loop_s=2.0, batched_train_s=0.4, loop_train_s=1.6,
+                                    train_flops=1.6e9, difference=0.0)  # 4x; 4e9 FLOP/s
+    episode = bench_engine.Measured("e", batched_s=1.0, loop_s=3.0, batched_train_s=1.0, loop_train_s=3.0,
+                                    train_flops=5e9, difference=0.0)  # 5e9 FLOP/s
+    assert bench_engine.target_lines(classic, episode, rate=1e10) == [
+        "target ratio: >= 4, measured 4: met",
+        "target lenet5-classic of matmul: >= 0.4, measured 0.4: met",
+        "target episode of matmul: >= 0.55, measured 0.5: NOT met",
+    ]
+
+
 def test_tiny_round_row_runs_and_the_two_implementations_agree(capsys):
     bench_engine.main(["--model", "mlp", "--clients", "3", "--samples", "40", "--repeats", "1", "--test-samples",
                        "100", "--matmul-size", "64"])
