@@ -26,7 +26,9 @@ Beside each ratio: the achieved training FLOP/s as a fraction of a float32 ``--m
 multiply's (the best of several, measured in the same run: the machine's practical peak) and the least
 training time at that rate. Training FLOPs are counted as 6 x MACs (forward, and a backward of twice
 the forward) per visited sample (:func:`fedenv.models.count_macs`). Times depend on the machine's load:
-compare the ratios, and read the printed threads and load average.
+compare the ratios, and read the printed threads and load average. When another process keeps a core
+busy, two torch threads wait on each other at every small operation (the loop's above all: seen 3-10x
+slower); ``OMP_NUM_THREADS=1`` then gives steadier ratios.
 
     python benchmarks/bench_engine.py --data-root /work/shared/data   # every row
     python benchmarks/bench_engine.py --model lenet5-classic            # one round setting
@@ -294,15 +296,15 @@ def measure_episodes(episodes: int, device: torch.device) -> Measured:
                                    [fed.client_indices[c] for c in request.clients], [(request.epochs, generators)],
                                    fed.config.lr, fed.config.batch_size, fed.drop_last, starts)
         synchronize(device)
-        if measuring:
-            spent["batched"] += middle - start
-            spent["loop"] += time.perf_counter() - middle
-            spent["flops"] += 6 * macs * float(result.samples.sum())
-            spent["difference"] = max(spent["difference"], max_difference(result.params, params))
+        spent["batched"] += middle - start
+        spent["loop"] += time.perf_counter() - middle
+        spent["flops"] += 6 * macs * float(result.samples.sum())
+        spent["difference"] = max(spent["difference"], max_difference(result.params, params))
         return result
 
     for seed in range(episodes + 1):
-        measuring = seed > 0
+        if seed == 1:  # the first episode warms up
+            spent.update(batched=0.0, loop=0.0, flops=0.0, difference=0.0)
         observations, infos = drive(env.reset_process(seed), serve)
         policy.reset(seed)
         while env.agents:
