@@ -117,6 +117,7 @@ MODELS.register("lenet5", "fedenv.models.lenet:LENET5_SPEC")
 MODELS.register("resnet18", "fedenv.models.resnet:RESNET18_SPEC")
 MODELS.register("vgg6", "fedenv.models.vgg:VGG6_SPEC")
 MODELS.register("lstm", "fedenv.models.lstm:LSTM_SPEC")
+MODELS.register("lenet5-classic", "fedenv.models.lenet:LENET5_CLASSIC_SPEC")
 
 # ---------------------------------------------------------------- aggregation rules (fedenv/aggregation/)
 AGGREGATION_RULES: Registry = Registry("aggregation rule")

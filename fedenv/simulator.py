@@ -41,7 +41,7 @@ from fedenv.latency import capped_latency_s, full_round_s, on_time, round_latenc
 from fedenv.models import build_model, count_macs, count_parameters
 from fedenv.registry import AGGREGATION_RULES, PARTITIONERS
 from fedenv.round_records import ClientStates, RoundOutcome, push_history
-from fedenv.traces import TraceReplay, load_trace, reference_round_latency_s
+from fedenv.traces import TraceReplay, load_trace, reference_round_latency_s, require_clients
 
 BITS_PER_PARAMETER = 32
 """Uploads and downloads carry float32 weights (no compression)."""
@@ -71,10 +71,7 @@ class FederationSimulator:
         self.dataset = subsample_split(subsample_split(dataset, "train", cfg.train_samples), "test", cfg.test_samples)
         self._train_labels = self.dataset.train_y.cpu().numpy()
         self.trace = load_trace(cfg.trace)
-        if cfg.num_clients > len(self.trace.clients):
-            raise ValueError(
-                f"num_clients={cfg.num_clients} but trace {cfg.trace!r} holds {len(self.trace.clients)} clients"
-            )
+        require_clients(self.trace, cfg.num_clients, repr(cfg.trace))
         probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
         self._partition(np.random.default_rng(0))  # a partition this dataset cannot serve is refused here
         self.model_parameters = count_parameters(probe_model)

@@ -2,10 +2,13 @@ import pytest
 import torch
 from torch import nn
 
+from fedenv.engine import LocalTrainingConfig
 from fedenv.engine.grad_fns import (
     batched_grad_fn,
     cpu_chunked,
     mlp_grad_fn,
+    sgd_step_of,
+    sgd_update,
     stackable_layers,
     stacked_grad_fn,
     vmap_grad_fn,
@@ -22,7 +25,7 @@ def last_step(model_name):
     return fed, params, fed.train_x[schedule.index[step]], fed.train_y[schedule.index[step]], valid
 
 
-@pytest.mark.parametrize("model_name", ["mlp", "lenet5"])
+@pytest.mark.parametrize("model_name", ["mlp", "lenet5", "lenet5-classic"])
 def test_fast_path_gradients_equal_vmap_gradients(model_name):
     fed, params, x, y, valid = last_step(model_name)
     assert (valid.sum(1) < 16).any()
@@ -135,3 +138,54 @@ def test_cpu_chunks_update_each_clients_batchnorm_statistics_in_place():
         assert torch.equal(chunked, whole_buffers[name]), name
     assert buffers["1.num_batches_tracked"].tolist() == [1, 1, 1, 1]
     assert not torch.equal(buffers["1.running_mean"][0], buffers["1.running_mean"][1])
+
+
+STEP_CONFIGS = [
+    LocalTrainingConfig(batch_size=16, lr=0.05),
+    LocalTrainingConfig(batch_size=16, lr=0.02, momentum=0.9),
+    LocalTrainingConfig(batch_size=16, lr=0.02, momentum=0.9, weight_decay=1e-3, fedprox_mu=0.1),
+]
+
+
+def stepped(step, params, config, x, y, valid, anchor):
+    """Two steps of ``step`` from copies of ``params`` and a nonzero momentum: ``(params, momentum, ce)``."""
+    params = {n: p.clone() for n, p in params.items()}
+    momentum = {n: torch.full_like(p, 0.01) for n, p in params.items()}
+    ces = [step(params, momentum, anchor, {}, x, y, valid, config) for _ in range(2)]
+    return params, momentum, torch.stack(ces)
+
+
+@pytest.mark.parametrize("config", STEP_CONFIGS, ids=["plain", "momentum", "decay-prox"])
+def test_fused_mlp_step_equals_gradients_then_the_sgd_update(config):
+    fed, params, x, y, valid = last_step("mlp")
+    grad_fn = mlp_grad_fn(fed.model)
+    anchor = {n: p[0] * 0.5 for n, p in params.items()}
+
+    def unfused(params, momentum, anchor, buffers, x, y, valid, config):
+        grads, ce = grad_fn(params, buffers, x, y, valid)
+        sgd_update(params, grads, momentum, anchor, config)
+        return ce
+
+    fused = stepped(grad_fn.sgd_step, params, config, x, y, valid, anchor)
+    plain = stepped(unfused, params, config, x, y, valid, anchor)
+    for name in params:
+        assert torch.allclose(fused[0][name], plain[0][name], atol=1e-7, rtol=0), name
+        assert torch.allclose(fused[1][name], plain[1][name], atol=1e-7, rtol=0), name
+        assert not torch.equal(fused[0][name], params[name])
+    assert torch.allclose(fused[2], plain[2], atol=1e-6)
+    assert sgd_step_of(grad_fn) is grad_fn.sgd_step
+
+
+def test_cpu_chunked_step_updates_each_chunk_as_one_call_updates_all():
+    fed, params, x, y, valid = last_step("lenet5")
+    per_client = count_activations(fed.model, (1, 28, 28)) * 16 * 4
+    whole = batched_grad_fn(fed.model, cpu_chunk_bytes=None)
+    chunked = batched_grad_fn(fed.model, cpu_chunk_bytes=2 * per_client + 1)  # 3 chunks of 2 clients
+    anchor = {n: p * 0.5 for n, p in params.items()}  # one anchor per client: sliced per chunk
+    config = STEP_CONFIGS[2]
+    by_chunks = stepped(sgd_step_of(chunked), params, config, x, y, valid, anchor)
+    at_once = stepped(sgd_step_of(whole), params, config, x, y, valid, anchor)
+    for name in params:
+        assert torch.allclose(by_chunks[0][name], at_once[0][name], atol=1e-6), name
+        assert torch.allclose(by_chunks[1][name], at_once[1][name], atol=1e-6), name
+    assert torch.allclose(by_chunks[2], at_once[2], atol=1e-6)

@@ -12,6 +12,10 @@ def test_model_sizes_by_hand():
     lenet = build_model("lenet5", (1, 28, 28), 10, seed=0)
     conv = 28 * 28 * 6 * 25 + 10 * 10 * 16 * 6 * 25
     assert count_macs(lenet, (1, 28, 28)) == conv + 400 * 120 + 120 * 84 + 84 * 10
+    classic = build_model("lenet5-classic", (1, 28, 28), 10, seed=0)
+    conv = 24 * 24 * 6 * 25 + 8 * 8 * 16 * 6 * 25  # no padding: 28 -> 24 -> pool 12 -> 8 -> pool 4
+    assert count_macs(classic, (1, 28, 28)) == conv + 256 * 120 + 120 * 84 + 84 * 10 == 281_640
+    assert count_parameters(classic) == (6 * 25 + 6) + (16 * 150 + 16) + (256 * 120 + 120) + (120 * 84 + 84) + 850
     with pytest.raises(ValueError, match="allowed: mlp, lenet5"):
         build_model("vgg", (1, 28, 28), 10, seed=0)
     # leaf outputs: Flatten, Linear 200, ReLU, Linear 10

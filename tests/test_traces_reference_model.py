@@ -10,6 +10,7 @@ from fedenv.traces.__main__ import main as traces_main
 # MACs per sample worked by hand (Linear: in x out; Conv2d: H_out x W_out x C_out x C_in x k x k)
 MLP_28 = 784 * 200 + 200 * 10
 LENET5_28 = 28 * 28 * 6 * 25 + 10 * 10 * 16 * 6 * 25 + 400 * 120 + 120 * 84 + 84 * 10
+LENET5_CLASSIC_28 = 24 * 24 * 6 * 25 + 8 * 8 * 16 * 6 * 25 + 256 * 120 + 120 * 84 + 84 * 10  # = 281,640
 VGG6_32 = (32 * 32 * 32 * 27 + 16 * 16 * 64 * 32 * 9 + 8 * 8 * 128 * 64 * 9 + 4 * 4 * 256 * 128 * 9
            + 1024 * 256 + 256 * 10)
 LSTM_80 = 80 * (8 * 1024 + 256 * 1024 + 2 * 256 * 1024) + 256 * 80  # per step: both layers' gates; head once
@@ -19,7 +20,8 @@ RESNET18_28 = (28 * 28 * 64 * 9  # 3x3 stride-1 stem on 1 channel
                + 7 * 7 * 256 * (128 * 9 + 128 + 3 * 256 * 9)  # layer3
                + 4 * 4 * 512 * (256 * 9 + 256 + 3 * 512 * 9)  # layer4
                + 512 * 10)
-BY_HAND = {"mlp": MLP_28, "lenet5": LENET5_28, "resnet18": RESNET18_28, "vgg6": VGG6_32, "lstm": LSTM_80}
+BY_HAND = {"mlp": MLP_28, "lenet5": LENET5_28, "lenet5-classic": LENET5_CLASSIC_28, "resnet18": RESNET18_28,
+           "vgg6": VGG6_32, "lstm": LSTM_80}
 
 
 def test_every_registered_model_has_a_hand_worked_count():

@@ -3,7 +3,9 @@
 The client models are stacked along a leading dimension ``K``; at each step one call of a
 :class:`~fedenv.engine.grad_fns.base.GradFn` (the MLP, grouped-convolution or vmap path, see
 :mod:`fedenv.engine.grad_fns`) computes every client's minibatch gradient, and the SGD update is applied
-to all clients at once (docs/design.md, section 8). Clients hold different numbers of samples: they are
+to all clients at once (docs/design.md, section 8), by the gradient function's own step where it has
+one (:func:`~fedenv.engine.grad_fns.step.sgd_step_of`: per chunk of clients, or fused into the MLP's
+weight-gradient products). Clients hold different numbers of samples: they are
 sorted by their number of steps, so at every step the clients with data left are a prefix and only
 they are computed; nobody is over- or under-trained. The update matches ``torch.optim.SGD``
 (:func:`fedenv.engine.reference.train_reference`, tested to float tolerance).
@@ -17,6 +19,7 @@ import torch
 from torch import nn
 
 from fedenv.engine.grad_fns import GradFn, batched_grad_fn
+from fedenv.engine.grad_fns.step import sgd_step_of
 from fedenv.engine.schedule import Schedule
 
 
@@ -124,13 +127,14 @@ def train_batched(
         ValueError: ``buffers`` does not hold exactly the model's buffers.
 
     Returns:
-        :class:`TrainResult` (the inputs are not modified); the update per step matches
-        ``torch.optim.SGD`` (dampening 0, no Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
+        :class:`TrainResult` (the inputs are not modified; with ``config.momentum`` 0 its momentum
+        buffers are the given ones); the update per step matches ``torch.optim.SGD`` (dampening 0, no
+        Nesterov) on the loss ``mean CE + mu/2 ||w - w_global||^2``.
     """
     device = x.device
     check_buffers(model, buffers)
     model.train()  # BatchNorm normalises with batch statistics and updates the per-client buffers
-    per_client_grad = grad_fn or batched_grad_fn(model)
+    step_fn = sgd_step_of(grad_fn or batched_grad_fn(model))
     order, active_counts = _longest_first(schedule)
     sorted_already = bool((order == torch.arange(len(order))).all())
     to_device = order.to(device)
@@ -138,25 +142,59 @@ def train_batched(
     def permute(t: torch.Tensor) -> torch.Tensor:  # a copy in sorted order: the inputs stay untouched
         return t.clone() if sorted_already else t[to_device]
 
+    given_momentum = momentum
     params = {name: permute(p) for name, p in params.items()}
-    momentum = {name: permute(b) for name, b in momentum.items()}
+    momentum = {name: permute(b) for name, b in momentum.items()} if config.momentum else {}
     buffers = {name: permute(b) for name, b in (buffers or {}).items()}
-    anchor = {name: permute(a) if a.dim() == params[name].dim() else a for name, a in global_params.items()}
-    k = schedule.index.shape[1]
-    loss_sum = torch.zeros(k, device=device, dtype=torch.float64)
-    loss_sq_sum = torch.zeros(k, device=device, dtype=torch.float64)
+    anchor = {name: permute(a) if a.dim() == params[name].dim() else a
+              for name, a in global_params.items()} if config.fedprox_mu else {}
     index, valid = schedule.index[:, order].to(device), schedule.valid[:, order].to(device)
     dtype = next(iter(params.values())).dtype
-    for step, n in enumerate(active_counts):
-        views = {name: p[:n] for name, p in params.items()}
-        grads, ce = per_client_grad(views, {name: b[:n] for name, b in buffers.items()}, x[index[step, :n]],
-                                    y[index[step, :n]], valid[step, :n].to(dtype))
-        ce = ce.double()
-        loss_sum[:n] += ce.sum(dim=1)
-        loss_sq_sum[:n] += (ce * ce).sum(dim=1)
-        _sgd_update(views, grads, momentum, anchor, config)
-    result = TrainResult(params, momentum, loss_sum, loss_sq_sum, valid.sum(dim=(0, 2)).cpu().double(), buffers)
-    return result if sorted_already else result.rows(torch.argsort(order))
+    weights = valid.to(dtype)
+    ce = torch.zeros(valid.shape, dtype=dtype, device=device)  # (S, K, B): per-sample losses, summed at the end
+    for step, n, xs, ys in _minibatches(x, y, index, active_counts):
+        ce[step, :n] = step_fn({name: p[:n] for name, p in params.items()},
+                               {name: m[:n] for name, m in momentum.items()},
+                               {name: a[:n] if a.dim() == params[name].dim() else a for name, a in anchor.items()},
+                               {name: b[:n] for name, b in buffers.items()}, xs, ys, weights[step, :n], config)
+    ce = ce.double()
+    loss_sum, loss_sq_sum = ce.sum(dim=(0, 2)), (ce * ce).sum(dim=(0, 2))
+    samples = valid.sum(dim=(0, 2)).cpu().double()
+    if sorted_already:
+        return TrainResult(params, momentum or given_momentum, loss_sum, loss_sq_sum, samples, buffers)
+    unsort = torch.argsort(order)
+    on_device = unsort.to(device)
+    return TrainResult(take_rows(params, unsort), take_rows(momentum, unsort) if momentum else given_momentum,
+                       loss_sum[on_device], loss_sq_sum[on_device], samples[unsort], take_rows(buffers, unsort))
+
+
+GATHER_BYTES = 32 * 2**20
+"""Most bytes of inputs :func:`_minibatches` gathers at once."""
+
+
+def _minibatches(x: torch.Tensor, y: torch.Tensor, index: torch.Tensor, active_counts: list[int]):
+    """Yield ``(step, n, inputs (n, B, *input_shape), labels (n, B))`` for every step with ``n > 0``
+    clients computed, the first ``n`` clients' minibatches of ``index`` ``(S, K, B)``. The samples of
+    many steps are gathered in one indexing operation (up to :data:`GATHER_BYTES`): per-step
+    bookkeeping is a large part of a step when few clients train."""
+    per_step = [n * index.shape[2] * x[0].numel() * x.element_size() for n in active_counts]
+    active = torch.arange(index.shape[1], device=index.device) < torch.tensor(active_counts,
+                                                                             device=index.device).unsqueeze(1)
+    first = 0
+    while first < len(active_counts):
+        last, size = first + 1, per_step[first]
+        while last < len(active_counts) and size + per_step[last] <= GATHER_BYTES:
+            size += per_step[last]
+            last += 1
+        rows = index[first:last][active[first:last]]  # (sum of n, B), step by step
+        xs, ys = x[rows], y[rows]
+        offset = 0
+        for step in range(first, last):
+            n = active_counts[step]
+            if n:
+                yield step, n, xs[offset:offset + n], ys[offset:offset + n]
+            offset += n
+        first = last
 
 
 def _longest_first(schedule: Schedule) -> tuple[torch.Tensor, list[int]]:
@@ -170,20 +208,3 @@ def _longest_first(schedule: Schedule) -> tuple[torch.Tensor, list[int]]:
     steps_per_client = schedule.valid.any(dim=2).sum(dim=0)
     order = torch.argsort(steps_per_client, descending=True, stable=True)
     return order, [int((steps_per_client > step).sum()) for step in range(schedule.index.shape[0])]
-
-
-def _sgd_update(views: dict[str, torch.Tensor], grads: dict[str, torch.Tensor], momentum: dict[str, torch.Tensor],
-                anchor: dict[str, torch.Tensor], config: LocalTrainingConfig) -> None:
-    """One in-place ``torch.optim.SGD`` step of the first ``n`` clients (``views``: ``(n, *shape)``),
-    with weight decay, the FedProx term ``mu (w - w_global)`` and momentum as ``config`` asks."""
-    for name, p in views.items():
-        n = p.shape[0]
-        g = grads[name]
-        if config.weight_decay:
-            g = g.add(p, alpha=config.weight_decay)
-        if config.fedprox_mu:
-            a = anchor[name]
-            g = g.add(p - (a[:n] if a.dim() == p.dim() else a), alpha=config.fedprox_mu)
-        if config.momentum:
-            g = momentum[name][:n].mul_(config.momentum).add_(g)
-        p.add_(g, alpha=-config.lr)

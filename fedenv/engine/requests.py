@@ -48,7 +48,7 @@ EnvProcess = Generator[TrainRequest, TrainResult, T]
 """An env process returning ``T``: it yields :class:`TrainRequest` objects and is sent their results."""
 
 
-def _starting_point(request: TrainRequest) -> tuple[dict, dict, dict]:
+def starting_point(request: TrainRequest) -> tuple[dict, dict, dict]:
     """``(params, momentum, buffers)``, each ``name -> (K, *shape)``, the request's clients start from:
     its ``start``, or copies of the global model with zero momentum."""
     if request.start is not None:
@@ -88,7 +88,7 @@ def train_together(requests: list[TrainRequest]) -> list[TrainResult]:
         indices = [fed.client_indices[c] for c in request.clients]
         schedules.append(make_schedule(indices, request.epochs, fed.config.batch_size, request.generators,
                                        fed.drop_last))
-        starts.append(_starting_point(request))
+        starts.append(starting_point(request))
         k = len(request.clients)
         anchors.append({n: p.unsqueeze(0).expand(k, *p.shape) for n, p in fed.global_params.items()})
     if len(requests) == 1:

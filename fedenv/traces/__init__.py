@@ -2,7 +2,8 @@
 
 - :mod:`fedenv.traces.schema`: the ``fedenv-trace`` file format and the trace dataclasses;
 - :mod:`fedenv.traces.loading`: finding, reading and validating trace files against physical ranges;
-- :mod:`fedenv.traces.replay`: the latency model, :class:`TraceReplay` and :func:`reference_round_latency_s`;
+- :mod:`fedenv.traces.replay`: the latency model, :class:`TraceReplay`, :func:`reference_round_latency_s` and
+  :func:`require_clients`;
 - :mod:`fedenv.traces.generate`: the shipped traces, made from public measurements (``traces/README.md``
   names every source);
 - :mod:`fedenv.traces.importers`: FedScale's pickled traces and plain CSV files to ``fedenv-trace``;
@@ -20,7 +21,7 @@ from fedenv.traces.loading import (
     parse_trace,
     resolve_trace_path,
 )
-from fedenv.traces.replay import TraceReplay, reference_round_latency_s
+from fedenv.traces.replay import TraceReplay, reference_round_latency_s, require_clients
 from fedenv.traces.schema import (
     ALWAYS_ONLINE,
     READABLE_VERSIONS,
@@ -34,5 +35,5 @@ from fedenv.traces.schema import (
 __all__ = [
     "ALWAYS_ONLINE", "DEFAULT_TRACE", "PHYSICAL_RANGES", "READABLE_VERSIONS", "SHIPPED_TRACES_DIR", "TRACE_FORMAT",
     "TRACE_VERSION", "Availability", "ClientTrace", "DeviceTrace", "TraceReplay", "check_unique_clients",
-    "load_trace", "parse_trace", "reference_round_latency_s", "resolve_trace_path",
+    "load_trace", "parse_trace", "reference_round_latency_s", "require_clients", "resolve_trace_path",
 ]

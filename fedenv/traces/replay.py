@@ -52,6 +52,25 @@ def reference_round_latency_s(trace: DeviceTrace, model_macs: float, model_bits:
     return float(np.median(latencies))
 
 
+def require_clients(trace: DeviceTrace, num_clients: int, label: str) -> None:
+    """Raise unless ``trace`` holds at least ``num_clients`` clients (each federation client replays its
+    own trace client).
+
+    Args:
+        label: how the error names the trace (its name or path).
+
+    Raises:
+        ValueError: too few trace clients; the message says how to generate a larger trace
+            (``python -m fedenv.traces generate --clients N``).
+    """
+    if num_clients > len(trace.clients):
+        raise ValueError(
+            f"num_clients={num_clients} but trace {label} holds {len(trace.clients)} clients; make a trace "
+            f"with enough clients with `python -m fedenv.traces generate --clients {num_clients} --out FILE` "
+            "and pass it as --trace FILE"
+        )
+
+
 class TraceReplay:
     """Replays a trace for one episode.
 
@@ -77,10 +96,7 @@ class TraceReplay:
 
     def __init__(self, trace: DeviceTrace, num_clients: int, rng: np.random.Generator, model_macs: int,
                  model_bits: int, mode: str = "replay"):
-        if num_clients > len(trace.clients):
-            raise ValueError(
-                f"num_clients={num_clients} but trace {trace.path} holds only {len(trace.clients)} clients"
-            )
+        require_clients(trace, num_clients, str(trace.path))
         if mode not in TRACE_MODES:
             raise ValueError(f"trace_mode={mode!r} is not known; allowed: {', '.join(TRACE_MODES)}")
         _check_positive("model_macs", model_macs)

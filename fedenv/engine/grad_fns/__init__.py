@@ -12,6 +12,7 @@ other and against the per-client reference loop:
 
 :func:`batched_grad_fn` (:mod:`.choose`) picks the path for a model; on a CPU it runs the
 grouped-convolution path over cache-sized chunks of clients (:func:`cpu_chunked`, :mod:`.cpu_chunks`).
+:func:`sgd_step_of` (:mod:`.step`) turns a gradient function into the SGD step the engine runs.
 """
 
 from fedenv.engine.grad_fns.base import GradFn
@@ -19,9 +20,10 @@ from fedenv.engine.grad_fns.choose import batched_grad_fn
 from fedenv.engine.grad_fns.cpu_chunks import CPU_CHUNK_BYTES, cpu_chunked
 from fedenv.engine.grad_fns.grouped_conv import STACKABLE, stackable_layers, stacked_grad_fn
 from fedenv.engine.grad_fns.mlp import mlp_grad_fn
+from fedenv.engine.grad_fns.step import StepFn, sgd_step_of, sgd_update
 from fedenv.engine.grad_fns.vmap import vmap_grad_fn
 
 __all__ = [
-    "CPU_CHUNK_BYTES", "STACKABLE", "GradFn", "batched_grad_fn", "cpu_chunked", "mlp_grad_fn", "stackable_layers",
-    "stacked_grad_fn", "vmap_grad_fn",
+    "CPU_CHUNK_BYTES", "STACKABLE", "GradFn", "StepFn", "batched_grad_fn", "cpu_chunked", "mlp_grad_fn", "sgd_step_of",
+    "sgd_update", "stackable_layers", "stacked_grad_fn", "vmap_grad_fn",
 ]

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from fedenv.engine.grad_fns.base import GradFn
+from fedenv.engine.grad_fns.step import sgd_step_of
 from fedenv.models import count_activations
 
 CPU_CHUNK_BYTES = 24 * 2**20
@@ -31,8 +32,10 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
             per chunk.
 
     Returns:
-        A function with the same contract, ``grad_fn``'s name (via ``functools.wraps``) and the attribute
-        ``chunk_bytes``.
+        A function with the same contract, ``grad_fn``'s name (via ``functools.wraps``), the attribute
+        ``chunk_bytes`` and an ``sgd_step`` (:class:`~fedenv.engine.grad_fns.step.StepFn`) that steps
+        each chunk's clients as soon as their gradients are there (while they are in the cache; the
+        chunks' gradients are never joined).
 
     Raises:
         ValueError: ``chunk_bytes`` < 1.
@@ -41,16 +44,20 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
         raise ValueError(f"chunk_bytes={chunk_bytes!r} must be >= 1")
     per_sample = {}  # (input shape, dtype) -> activation values of one sample
 
-    @functools.wraps(grad_fn)
-    def f(params, buffers, x, y, valid):
+    def clients_per_chunk(params, x, y) -> int:
+        """Clients per chunk; at least all of them off a CPU."""
         k, b = y.shape
         if x.device.type != "cpu":
-            return grad_fn(params, buffers, x, y, valid)
+            return k
         key = (tuple(x.shape[2:]), x.dtype)
         if key not in per_sample:
             per_sample[key] = count_activations(model, key[0], x.dtype)
         itemsize = next(iter(params.values())).element_size()
-        chunk = max(1, chunk_bytes // (per_sample[key] * b * itemsize))
+        return max(1, chunk_bytes // (per_sample[key] * b * itemsize))
+
+    @functools.wraps(grad_fn)
+    def f(params, buffers, x, y, valid):
+        k, chunk = y.shape[0], clients_per_chunk(params, x, y)
         if chunk >= k:
             return grad_fn(params, buffers, x, y, valid)
         parts = [grad_fn({n: p[i:i + chunk] for n, p in params.items()},
@@ -58,5 +65,20 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
                          x[i:i + chunk], y[i:i + chunk], valid[i:i + chunk]) for i in range(0, k, chunk)]
         return {n: torch.cat([g[n] for g, _ in parts]) for n in params}, torch.cat([ce for _, ce in parts])
 
+    inner_step = sgd_step_of(grad_fn)
+
+    def sgd_step(params, momentum, anchor, buffers, x, y, valid, config):
+        k, chunk = y.shape[0], clients_per_chunk(params, x, y)
+        if chunk >= k:
+            return inner_step(params, momentum, anchor, buffers, x, y, valid, config)
+        ce = []
+        for i in range(0, k, chunk):
+            rows = slice(i, i + chunk)  # views: every update lands in the caller's tensors
+            ce.append(inner_step({n: p[rows] for n, p in params.items()}, {n: m[rows] for n, m in momentum.items()},
+                                 {n: a[rows] if a.dim() == params[n].dim() else a for n, a in anchor.items()},
+                                 {n: t[rows] for n, t in buffers.items()}, x[rows], y[rows], valid[rows], config))
+        return torch.cat(ce)
+
+    f.sgd_step = sgd_step
     f.chunk_bytes = chunk_bytes
     return f

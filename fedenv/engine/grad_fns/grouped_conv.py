@@ -63,7 +63,7 @@ def _grouped_forward(layers: list[tuple[str, nn.Module]], params: dict[str, torc
             h = F.conv2d(h, weight.reshape(-1, *weight.shape[2:]), params[f"{name}.bias"].reshape(-1),
                          layer.stride, layer.padding, layer.dilation, groups=k)
         elif isinstance(layer, nn.ReLU):
-            h = h.clamp(min=0)
+            h = torch.relu(h)
         elif isinstance(layer, nn.MaxPool2d):
             h = F.max_pool2d(h, layer.kernel_size, layer.stride, layer.padding, layer.dilation, layer.ceil_mode)
         elif isinstance(layer, nn.Flatten):  # to (K, B, features), features in (C, H, W) order

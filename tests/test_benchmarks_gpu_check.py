@@ -1,0 +1,43 @@
+"""benchmarks/gpu_check.py: what ``--device cpu --quick`` reports, and that its ratio and determinism
+check are computed from what it measured."""
+
+import torch
+
+from benchmarks import gpu_check
+from benchmarks.bench_engine import Measured
+
+
+def test_compare_runs_calls_twice_and_compares_bit_for_bit():
+    outputs = iter([{"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([1.0, 2.0])},
+                    {"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([1.0, 2.5])}])
+    assert gpu_check.compare_runs(lambda: next(outputs)) == (True, 0.0)
+    assert gpu_check.compare_runs(lambda: next(outputs)) == (False, 0.5)
+
+
+def test_quick_cpu_run_reports_the_measured_ratio_and_a_real_determinism_check(monkeypatch, capsys):
+    measured = Measured("lenet5", batched_s=0.5, loop_s=2.0, batched_train_s=0.4, loop_train_s=1.6, train_flops=1.0,
+                        difference=3e-8)
+    monkeypatch.setattr(gpu_check, "measure_round", lambda setting, model, device: measured)
+    [report] = gpu_check.main(["--device", "cpu", "--quick", "--preset", "mnist-lenet"])
+    out = capsys.readouterr().out
+    assert (report.batched_s, report.loop_s, report.ratio) == (0.5, 2.0, 4.0)
+    assert "mnist-lenet: round batched 0.500 s, loop 2.000 s, ratio 4.00x (max |diff| 3.0e-08)" in out
+    assert report.deterministic and report.determinism_difference == 0.0
+    assert (report.most_candidates, report.stopped_by) == (2, "search capped at --max-candidates 2")
+    assert "determinism: two seeded rounds bitwise equal" in out
+
+    calls = iter(range(100))  # a round whose result changes with every call is reported as not deterministic
+    monkeypatch.setattr(gpu_check, "batched_round",
+                        lambda fed, clients, epochs, seed: (0.0, 0.0, {"w": torch.full((2,), float(next(calls)))}))
+    [report] = gpu_check.main(["--device", "cpu", "--quick", "--preset", "mnist-lenet"])
+    assert not report.deterministic and report.determinism_difference == 1.0
+    assert "two seeded rounds NOT equal (max |diff| 1.0e+00)" in capsys.readouterr().out
+
+
+def test_quick_cpu_run_of_both_presets_trains_both_models_alike(capsys):
+    reports = gpu_check.main(["--device", "cpu", "--quick"])
+    assert [r.preset for r in reports] == ["mnist-lenet", "fmnist-resnet18"]
+    for report in reports:
+        assert report.batched_s > 0 and report.loop_s > 0 and report.deterministic
+        assert report.difference < 1e-4  # the batched engine and the loop trained the same weights
+    assert "fmnist-resnet18: round batched" in capsys.readouterr().out
