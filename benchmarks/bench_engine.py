@@ -16,7 +16,9 @@ Rows (the default runs them all, ``--model`` runs one round setting):
   100 clients x 60 samples, 2 epochs.
 - *episode*: all local training of whole episodes of the default federation
   (:class:`fedenv.config.EnvConfig`, MLP) under the ``random`` policy, each training request served by
-  the batched engine and by the loop one after the other; times are sums over the requests.
+  the batched engine and by the loop one after the other; times are sums over the requests. Once with
+  the default engine and once with ``--engine fused`` (the MLP's SGD step fused into its weight-gradient
+  products; the target's row).
 - *scaling*: time per env step and peak memory with 100, 1,000 and 4,000 clients and 10 candidates per
   round on full MNIST (needs ``--data-root``; each count in a fresh process so that its peak RSS is its
   own, printed for the whole process, which loading MNIST dominates, and for the steps alone; the trace
@@ -272,10 +274,10 @@ def measure_round(args: argparse.Namespace, model_name: str, device: torch.devic
                     max_difference(trained["batched"], trained["loop"]))
 
 
-def measure_episodes(episodes: int, device: torch.device) -> Measured:
+def measure_episodes(episodes: int, device: torch.device, engine: str = "auto") -> Measured:
     """The episode row: local training of ``episodes`` episodes of the default federation (after one
-    unmeasured warm-up episode), batched and looped request by request."""
-    env = ClientSelectionEnv(EnvConfig(device=str(device)))
+    unmeasured warm-up episode) with ``engine``, batched and looped request by request."""
+    env = ClientSelectionEnv(EnvConfig(device=str(device), engine=engine))
     policy = make_policy("random")
     spent = {"batched": 0.0, "loop": 0.0, "flops": 0.0, "difference": 0.0}
     macs = env.simulator.model_macs
@@ -310,7 +312,7 @@ def measure_episodes(episodes: int, device: torch.device) -> Measured:
         while env.agents:
             observations, _, _, _, infos = drive(env.step_process(policy.act(observations, infos)), serve)
     config = env.config
-    label = (f"{config.model}, default federation, {episodes} episode{'s' * (episodes > 1)} "
+    label = (f"{config.model}, default federation, {episodes} episode{'s' * (episodes > 1)}, engine {engine} "
              f"({config.num_clients} clients, {config.num_rounds} rounds)")
     return Measured(label, spent["batched"], spent["loop"], spent["batched"], spent["loop"], spent["flops"],
                     spent["difference"])
@@ -382,7 +384,7 @@ def measure_scaling(data_root: str, steps: int) -> list[str]:
 
 TARGETS = {"ratio": 4.0, "lenet5-classic of matmul": 0.40, "episode of matmul": 0.55}
 """The CPU targets: lenet5-classic (100 x 60 x 2) at least 4x the loop and 40 % of the matmul rate; the
-default federation's MLP training over whole episodes at least 55 % of it."""
+default federation's MLP training over whole episodes (engine ``fused``) at least 55 % of it."""
 
 
 def target_lines(classic: Measured, episode: Measured, rate: float) -> list[str]:
@@ -435,12 +437,13 @@ def main(argv=None) -> None:
     for row in rows:
         print(row.line(rate), flush=True)
     if not args.model:
-        rows.append(measure_episodes(args.episodes, device))
-        print(rows[-1].line(rate), flush=True)
+        for engine in ("auto", "fused"):
+            rows.append(measure_episodes(args.episodes, device, engine))
+            print(rows[-1].line(rate), flush=True)
     print(f"\nratio = loop / batched time; 'of mm': training FLOP/s / matmul FLOP/s; least train s: training "
           f"FLOPs / matmul FLOP/s. {machine_line(device)}")
     if not args.model:
-        for line in target_lines(rows[0], rows[2], rate):
+        for line in target_lines(rows[0], rows[3], rate):
             print(line)
         if args.data_root is None:
             print("\nscaling in clients: skipped (needs --data-root, a folder holding MNIST/)")

@@ -21,7 +21,7 @@ TRACE_MODES = ("replay", "static")
 """How latency is replayed from a trace (:class:`fedenv.traces.TraceReplay`)."""
 FEDCA_SCORES = ("acc", "ce")
 """FedCA's validation scores (:func:`fedenv.aggregation.fedca.fedca_scores`)."""
-ENGINES = ("auto", "vmap")
+ENGINES = ("auto", "fused", "vmap")
 """Gradient paths of the batched engine (:func:`fedenv.engine.batched_grad_fn`)."""
 
 CHOICES = {
@@ -210,7 +210,9 @@ class EnvConfig:
         "torch device of the engine: auto (cuda when present, else cpu), cpu, cuda or cuda:N"))
     engine: str = _field("auto", ENGINE, (
         "gradient path of the batched engine: auto (the MLP and grouped-convolution fast paths where "
-        "the model allows, else torch.func.vmap) or vmap (always torch.func; for benchmarks and ablations)"))
+        "the model allows, else torch.func.vmap), fused (as auto, with the MLP's SGD update fused into its "
+        "weight-gradient products: faster steps whose results differ from auto's by float rounding, so "
+        "trained agents differ from auto's) or vmap (always torch.func; for benchmarks and ablations)"))
 
     def __post_init__(self):
         """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`).

@@ -91,7 +91,9 @@ def test_stacks_the_grouped_convolution_path_cannot_compute_take_the_vmap_path(l
 def test_vmap_engine_forces_the_general_path_and_unknown_engines_are_rejected():
     fed, _, _, _, _ = last_step("mlp")
     assert batched_grad_fn(fed.model, "vmap").__qualname__.startswith("vmap_grad_fn")
-    with pytest.raises(ValueError, match="engine='jit' is not known; allowed: auto, vmap"):
+    assert hasattr(batched_grad_fn(fed.model, "fused"), "sgd_step")  # only the fused engine fuses the MLP's step
+    assert not hasattr(batched_grad_fn(fed.model, "auto"), "sgd_step")
+    with pytest.raises(ValueError, match="engine='jit' is not known; allowed: auto, fused, vmap"):
         batched_grad_fn(fed.model, "jit")
 
 
@@ -158,7 +160,7 @@ def stepped(step, params, config, x, y, valid, anchor):
 @pytest.mark.parametrize("config", STEP_CONFIGS, ids=["plain", "momentum", "decay-prox"])
 def test_fused_mlp_step_equals_gradients_then_the_sgd_update(config):
     fed, params, x, y, valid = last_step("mlp")
-    grad_fn = mlp_grad_fn(fed.model)
+    grad_fn = mlp_grad_fn(fed.model, fused_step=True)
     anchor = {n: p[0] * 0.5 for n, p in params.items()}
 
     def unfused(params, momentum, anchor, buffers, x, y, valid, config):
@@ -174,6 +176,7 @@ def test_fused_mlp_step_equals_gradients_then_the_sgd_update(config):
         assert not torch.equal(fused[0][name], params[name])
     assert torch.allclose(fused[2], plain[2], atol=1e-6)
     assert sgd_step_of(grad_fn) is grad_fn.sgd_step
+    assert not hasattr(mlp_grad_fn(fed.model), "sgd_step")  # the default engine keeps gradients, then the update
 
 
 def test_cpu_chunked_step_updates_each_chunk_as_one_call_updates_all():

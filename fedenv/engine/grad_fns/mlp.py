@@ -12,13 +12,13 @@ from fedenv.engine.grad_fns.step import sgd_step_of
 from fedenv.models import MLP
 
 
-def mlp_grad_fn(model: MLP) -> GradFn:
+def mlp_grad_fn(model: MLP, fused_step: bool = False) -> GradFn:
     """Fast path for :class:`~fedenv.models.MLP`: forward and backward written out with batched matrix
     products (``torch.baddbmm``/``bmm``), no autograd. Same contract and results as
     :func:`~fedenv.engine.grad_fns.vmap.vmap_grad_fn` (tested against it); about 2x faster on CPU
     (docs/design.md, section 13).
 
-    The returned function has an ``sgd_step`` (:class:`~fedenv.engine.grad_fns.step.StepFn`) that
+    With ``fused_step`` the returned function has an ``sgd_step`` (:class:`~fedenv.engine.grad_fns.step.StepFn`) that
     writes each weight's gradient product straight into the weights (``W.baddbmm_(g^T, a, alpha=-lr)``),
     or into the momentum buffer (``beta = momentum``), instead of materialising the gradient; the same
     update as :func:`~fedenv.engine.grad_fns.step.sgd_update` up to float rounding (tested). With weight
@@ -76,5 +76,6 @@ def mlp_grad_fn(model: MLP) -> GradFn:
                 g = torch.ops.aten.threshold_backward(upstream, pre[i - 1], 0)
         return ce
 
-    f.sgd_step = sgd_step
+    if fused_step:
+        f.sgd_step = sgd_step
     return f
