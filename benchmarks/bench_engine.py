@@ -32,7 +32,7 @@ compare the ratios, and read the printed threads and load average. When another 
 busy, two torch threads wait on each other at every small operation (the loop's above all: seen 3-10x
 slower); ``OMP_NUM_THREADS=1`` then gives steadier ratios.
 
-    python benchmarks/bench_engine.py --data-root /work/shared/data   # every row
+    python benchmarks/bench_engine.py --data-root ~/data              # every row
     python benchmarks/bench_engine.py --model lenet5-classic            # one round setting
     python benchmarks/bench_engine.py --model lenet5 --cpu-chunk-mib 0  # all clients in one chunk
     python benchmarks/bench_engine.py --model mlp --clients 10 --samples 200
