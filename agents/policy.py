@@ -14,15 +14,19 @@ from fedenv.config import EnvConfig
 class GreedyPolicy(Policy):
     """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network.
 
+    It plays in the probing mode it was trained in (``probes = env_config.probing``): an agent trained
+    with ``--no-probing`` observes what each candidate reported when it last took part, and is charged
+    no probing epoch in evaluation either.
+
     Args:
         q: the trained Q-network. feature_names: observation layout it was trained on.
         env_config: the environment it was trained in (evaluate.py rebuilds it from here).
     """
 
     name = "vdn"
-    probes = True
 
     def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig):
+        self.probes = bool(env_config.probing)
         self.q = q.eval()
         self.feature_names = list(feature_names)
         self.env_config = env_config

@@ -33,8 +33,14 @@ def probing_fedavg_registered():
     POLICIES.unregister("probing-fedavg")
 
 
-def test_learned_policies_probe_and_pre_selection_baselines_do_not():
-    assert GreedyPolicy.probes
+@pytest.mark.parametrize("trained_probing", [True, False])
+def test_a_learned_policy_plays_in_the_mode_it_was_trained_in_and_baselines_do_not_probe(trained_probing):
+    from agents.vdn import QNetwork
+
+    trained_in = EnvConfig(probing=trained_probing)
+    greedy = GreedyPolicy(QNetwork(17, (8,)), [f"f{i}" for i in range(17)], trained_in)
+    assert greedy.probes is trained_probing
+    assert policy_config(EnvConfig(probing=not trained_probing), greedy).probing is trained_probing
     assert not any(make_policy(name).probes for name in POLICIES.names())
 
 
