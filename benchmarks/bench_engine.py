@@ -34,6 +34,7 @@ slower); ``OMP_NUM_THREADS=1`` then gives steadier ratios.
 
     python benchmarks/bench_engine.py --data-root ~/data              # every row
     python benchmarks/bench_engine.py --model lenet5-classic            # one round setting
+    python benchmarks/bench_engine.py --profile                         # where a lenet5-classic round's time goes
     python benchmarks/bench_engine.py --model lenet5 --cpu-chunk-mib 0  # all clients in one chunk
     python benchmarks/bench_engine.py --model mlp --clients 10 --samples 200
     python benchmarks/bench_engine.py --model lenet5 --device cuda --clients 100
@@ -256,6 +257,19 @@ def _aggregate_and_evaluate(fed: Federation, clients: np.ndarray, result: TrainR
     return time.perf_counter() - start, trained - start
 
 
+def profile_round(args: argparse.Namespace, model_name: str, device: torch.device, rows: int = 12) -> str:
+    """``torch.profiler``'s table of one batched round of ``model_name`` (after a warm-up round), the
+    operators sorted by their own CPU time: where a round's time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fed, clients = round_setting(args, model_name, device)
+    batched_round(fed, clients, args.epochs, seed=0)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as profiler:
+        batched_round(fed, clients, args.epochs, seed=1)
+    return profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=48)
+
+
 def measure_round(args: argparse.Namespace, model_name: str, device: torch.device) -> Measured:
     """The round row of ``model_name`` (see the module docstring)."""
     fed, clients = round_setting(args, model_name, device)
@@ -423,12 +437,18 @@ def main(argv=None) -> None:
     parser.add_argument("--episodes", type=int, default=2, help="measured episodes of the episode row")
     parser.add_argument("--scaling-steps", type=int, default=5, help="env steps per client count")
     parser.add_argument("--matmul-size", type=int, default=2048)
+    parser.add_argument("--profile", action="store_true",
+                        help="print torch.profiler's table of one batched round of --model (default lenet5-classic) "
+                             "instead of the rows")
     args = parser.parse_args(argv)
     if args.cpu_chunk_mib < 0:
         parser.error(f"--cpu-chunk-mib {args.cpu_chunk_mib:g}: must be >= 0 (0: all clients at once)")
 
     device = resolve_device(args.device)
     print(machine_line(device))
+    if args.profile:
+        print(profile_round(args, args.model or "lenet5-classic", device))
+        return
     rate = matmul_rate(device, args.matmul_size)
     print(f"float32 matmul {args.matmul_size}x{args.matmul_size}: {rate / 1e9:.1f} GFLOP/s (best of 5)\n")
     print(HEADER)

@@ -57,3 +57,11 @@ def test_tiny_round_row_runs_and_the_two_implementations_agree(capsys):
     row = next(line for line in out.splitlines() if line.startswith("mlp, 3 x 40 samples x 2 epochs"))
     assert float(row.split()[-1]) < 1e-6
 
+
+
+def test_profile_names_the_operators_of_a_batched_round(capsys):
+    bench_engine.main(["--profile", "--model", "lenet5-classic", "--clients", "2", "--samples", "20", "--test-samples",
+                       "50"])
+    out = capsys.readouterr().out
+    assert "Self CPU time total" in out
+    assert "convolution" in out  # the grouped convolutions of the lenet5-classic round are profiled
