@@ -13,11 +13,11 @@ evaluation seeds. The fields a flag changes from the training environment are pr
 and written to results.json (``transfer``: ``trained_on`` / ``evaluated_on``).
 
 Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
-results.csv): the learned policies with probing (every candidate trains a probing epoch before the
-decision), the pre-selection baselines without (only the selected clients train), so that each is
-charged for what it makes clients do. ``--probing on`` or ``--probing off`` runs every policy in that
-mode (``--probing policy``, the default, keeps each policy's own); a checkpoint's probing setting is not
-used.
+results.csv): a learned policy in the mode it was trained in (FedMarl's probing by default: every
+candidate trains a probing epoch before the decision), the pre-selection baselines without (only the
+selected clients train), so that each is charged for what it makes clients do. ``--probing on`` or
+``--probing off`` runs every policy in that mode (``--probing policy``, the default, keeps each policy's
+own).
 """
 
 from __future__ import annotations
