@@ -22,6 +22,7 @@ out), so both halves span fast and slow phones. Both traces are written to ``OUT
 and the best fixed policy on the same seeds (``ratio``, :mod:`benchmarks.common`).
 
     python -m benchmarks.transfer --quick --out results/transfer_quick
+    python -m benchmarks.transfer --quick --rows cross-task --out results/transfer_quick_cross
     python -m benchmarks.transfer --dataset mnist --data-root ~/data --train-samples 4500 --num-clients 10 \
         --episodes 300 --out results/transfer
 
@@ -57,6 +58,8 @@ from fedenv.traces.generate import dumps_trace, generate_trace, read_device_tabl
 
 CLIENT_SCALES = (4, 8)
 """FedMarl's K = 400 and 800 for agents trained at K = 100."""
+ROW_GROUPS = ("all", "cross-task")
+"""``--rows``: every row, or only the rows of ``--target-model`` on ``--target-dataset``."""
 
 
 def split_devices(devices: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -121,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-model", default="lenet5", help="model of the cross-task rows (default: %(default)s)")
     parser.add_argument("--target-dataset", default="fashion-mnist",
                         help="dataset of the cross-task rows (default: %(default)s; --quick: mnist5k)")
+    parser.add_argument("--rows", choices=ROW_GROUPS, default="all",
+                        help="all rows, or only the cross-task ones (zero-shot, fine-tuned, from scratch); the "
+                             "source agent is trained either way (default: %(default)s)")
     args = parser.parse_args(argv)
     apply_quick(args)
     if args.quick:
@@ -133,15 +139,19 @@ def main(argv: list[str] | None = None) -> int:
                                  dataset="mnist5k" if args.quick else args.target_dataset).validate()
     agent = train_agent(source, args.episodes, args.seed, out / "agents" / "source")
     settings = transfer_settings(source, held_out_trace, [int(e) for e in args.other_epochs.split(",")], target)
+    if args.rows == "cross-task":
+        settings = settings[-1:]
     policies = [agent] * len(settings)
     name = f"{target.model}/{target.dataset}"
     settings.append((f"{name} fine-tuned {args.fine_tune_episodes} episodes", target))
     policies.append(fine_tune(checkpoint_path(out / "agents" / "source"), target, args.fine_tune_episodes, args.seed))
     settings.append((f"{name} from scratch", target))
     policies.append(train_agent(target, args.episodes, args.seed, out / "agents" / "scratch"))
-    rows, episodes = [], {}
+    rows, episodes, fixed_episodes = [], {}, {}
     for (setting, config), policy in zip(settings, policies):
-        episodes[setting] = evaluate(config, [policy], fixed, seeds)
+        if config.to_json() not in fixed_episodes:
+            fixed_episodes[config.to_json()] = evaluate(config, [], fixed, seeds)
+        episodes[setting] = {**fixed_episodes[config.to_json()], **evaluate(config, [policy], [], seeds)}
         rows.append({"setting": setting, **setting_columns(config), **compare_columns(episodes[setting], "vdn", fixed)})
     scratch = rows[-1]["learned_team_return"]
     for row in rows[-3:]:

@@ -79,3 +79,13 @@ def test_scaled_clients_keeps_the_candidates_and_each_clients_data_size():
     scaled = transfer.scaled_clients(base, 8)
     assert (scaled.num_clients, scaled.clients_per_round, scaled.train_samples) == (80, 10, 36000)
     assert transfer.scaled_clients(EnvConfig(train_samples=None), 4).train_samples is None
+
+
+@pytest.mark.slow
+def test_cross_task_rows_alone_equal_the_full_studys_last_three_rows(quick_study, tmp_path):
+    _, rows, episodes = quick_study
+    assert transfer.main(["--quick", "--rows", "cross-task", "--out", str(tmp_path)]) == 0
+    cross_rows = list(csv.DictReader((tmp_path / "table.csv").open()))
+    assert cross_rows == rows[-3:]
+    assert json.loads((tmp_path / "episodes.json").read_text()) == {row["setting"]: episodes[row["setting"]]
+                                                                    for row in rows[-3:]}
