@@ -84,6 +84,18 @@ def base_config(args: argparse.Namespace) -> EnvConfig:
                      num_rounds=args.num_rounds, device=args.device).validate()
 
 
+def scaled_weights(config: EnvConfig, scale: float) -> EnvConfig:
+    """``config`` with ``latency_weight`` and ``comm_weight`` multiplied by ``scale``.
+
+    Raises:
+        ValueError: ``scale`` is not positive.
+    """
+    if not scale > 0:
+        raise ValueError(f"reward weight scale={scale!r} must be > 0")
+    return dataclasses.replace(config, latency_weight=config.latency_weight * scale,
+                               comm_weight=config.comm_weight * scale)
+
+
 def fixed_names(args: argparse.Namespace) -> list[str]:
     """The fixed policies to compare with (``--fixed``; see :data:`QUICK_FIXED`)."""
     if args.fixed:

@@ -15,7 +15,6 @@ latency and against total upload, one point per scale for VDN and FedAvg's point
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from benchmarks.common import (
@@ -27,22 +26,10 @@ from benchmarks.common import (
     eval_seeds,
     evaluate,
     fixed_names,
+    scaled_weights,
     train_agent,
     write_study,
 )
-from fedenv.config import EnvConfig
-
-
-def scaled_weights(config: EnvConfig, scale: float) -> EnvConfig:
-    """``config`` with ``latency_weight`` and ``comm_weight`` multiplied by ``scale``.
-
-    Raises:
-        ValueError: ``scale`` is not positive.
-    """
-    if not scale > 0:
-        raise ValueError(f"reward weight scale={scale!r} must be > 0")
-    return dataclasses.replace(config, latency_weight=config.latency_weight * scale,
-                               comm_weight=config.comm_weight * scale)
 
 
 def plot_trade_off(rows: list[dict], path: Path) -> None:

@@ -13,6 +13,7 @@ FedAvg's latency and upload to the schedule's) and ``episodes.json`` (:mod:`benc
 
     python -m benchmarks.schedules --quick --out results/schedules_quick
     python -m benchmarks.schedules --out results/schedules        # the default federation, seeds 1000-1004
+    python -m benchmarks.schedules --weight-scale 0.2 --out results/schedules_x0.2   # w2 and w3 x 0.2
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, SUMMARY_METRICS, mean_of, write_study
+from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, SUMMARY_METRICS, mean_of, scaled_weights, write_study
 from fedenv.baselines import Policy, make_policy
 from fedenv.baselines.base import candidates
 from fedenv.config import EnvConfig
@@ -94,10 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", default=DEFAULT_GRID, help="comma-separated k:L schedules (default: %(default)s)")
     parser.add_argument("--episodes", type=int, default=5, help="held-out seeds from 1000 (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="CI size: 3 clients, 2 rounds, 1 seed, grid 1:1")
+    parser.add_argument("--weight-scale", type=float, default=1.0,
+                        help="multiplier of the latency and upload weights w2 and w3 (default: %(default)s)")
     parser.add_argument("--out", required=True, help="output folder (table.csv, episodes.json)")
     args = parser.parse_args(argv)
     config = EnvConfig(**QUICK_FEDERATION) if args.quick else EnvConfig(device="cpu")
     try:
+        config = scaled_weights(config, args.weight_scale)
         schedules = [LateRoundsSchedule(k, last, config.num_rounds)
                      for k, last in parse_grid("1:1" if args.quick else args.grid)]
     except ValueError as error:

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from benchmarks import reward_sweep
+from benchmarks.common import scaled_weights
 from fedenv.config import EnvConfig
 
 
@@ -16,10 +17,10 @@ def mean(values):
 
 def test_scaled_weights_multiplies_latency_and_upload_weights_only():
     config = EnvConfig(latency_weight=0.2, comm_weight=0.1, accuracy_weight=1.0)
-    scaled = reward_sweep.scaled_weights(config, 2.5)
+    scaled = scaled_weights(config, 2.5)
     assert (scaled.latency_weight, scaled.comm_weight, scaled.accuracy_weight) == (0.5, 0.25, 1.0)
     with pytest.raises(ValueError, match="scale"):
-        reward_sweep.scaled_weights(config, 0.0)
+        scaled_weights(config, 0.0)
 
 
 @pytest.mark.slow

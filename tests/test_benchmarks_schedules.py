@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks import schedules
+from fedenv.config import EnvConfig
 
 
 def observations(candidate_flags):
@@ -60,3 +61,18 @@ def test_quick_run_writes_a_row_per_policy_from_its_episodes(tmp_path):
         uploads = [e["total_comm_mb"] for e in episodes[row["policy"]]]
         assert float(row["total_comm_mb"]) == pytest.approx(np.mean(uploads))
     assert float(rows[1]["total_comm_mb"]) < float(rows[0]["total_comm_mb"])  # 1 of 3 in round 1, all in round 2
+
+
+def test_weight_scale_charges_each_episode_that_share_of_its_latency_and_upload(tmp_path):
+    assert schedules.main(["--quick", "--out", str(tmp_path / "x1")]) == 0
+    assert schedules.main(["--quick", "--weight-scale", "0.5", "--out", str(tmp_path / "x05")]) == 0
+    full = json.loads((tmp_path / "x1" / "episodes.json").read_text())
+    half = json.loads((tmp_path / "x05" / "episodes.json").read_text())
+    w2, w3 = EnvConfig().latency_weight, EnvConfig().comm_weight
+    for policy, episodes in full.items():
+        for at_x1, at_half in zip(episodes, half[policy], strict=True):
+            assert at_half["final_accuracy"] == at_x1["final_accuracy"]
+            cost = w2 * at_x1["total_latency_s"] + w3 * at_x1["total_comm_mb"]
+            assert at_half["team_return"] == pytest.approx(at_x1["team_return"] + cost / 2, abs=1e-9)
+    with pytest.raises(SystemExit):
+        schedules.main(["--quick", "--weight-scale", "0", "--out", str(tmp_path / "x0")])
