@@ -52,6 +52,7 @@ DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
 DEFAULT_THREADS = 1
 DEFAULT_EVAL_INTERVAL = 50
+DEFAULT_CHECKPOINT_INTERVAL = 25
 """Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
 pay (README, "The main job")."""
 REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
@@ -70,11 +71,14 @@ class RunPlan:
     init_from: str | None = None
     eval_interval: int = DEFAULT_EVAL_INTERVAL
     val_seeds: tuple[int, ...] = VALIDATION_SEEDS
+    num_envs: int = 1
+    checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL
 
     def to_json(self) -> str:
         return json.dumps({"episodes": self.episodes, "schedule_episodes": self.schedule_episodes, "seed": self.seed,
                            "init_from": self.init_from, "eval_interval": self.eval_interval,
-                           "val_seeds": list(self.val_seeds), "env": self.env_config.to_dict(),
+                           "val_seeds": list(self.val_seeds), "num_envs": self.num_envs,
+                           "checkpoint_interval": self.checkpoint_interval, "env": self.env_config.to_dict(),
                            "vdn": self.vdn_config.to_dict()}, indent=2)
 
 
@@ -97,12 +101,12 @@ def build_parser() -> FlagParser:
     parser.add_argument("--config", default=None, metavar="FILE",
                         help="YAML or JSON file mapping flag names (dashes or underscores) to values; flags "
                              "given on the command line override it")
-    parser.add_argument("--checkpoint-interval", type=int, default=25, metavar="N",
+    parser.add_argument("--checkpoint-interval", type=int, default=None, metavar="N",
                         help="episodes between checkpoints, written atomically; the last episode always writes "
-                             "one (default: %(default)s)")
-    parser.add_argument("--num-envs", type=int, default=1, metavar="N",
+                             f"one (default: {DEFAULT_CHECKPOINT_INTERVAL}, or the resumed run's)")
+    parser.add_argument("--num-envs", type=int, default=None, metavar="N",
                         help="federations played side by side through one batched engine, each with its own "
-                             "seed (default: %(default)s)")
+                             "seed (default: 1, or the resumed run's)")
     parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS), metavar="SEED",
                         help="held-out env seeds of the final comparison of the learned policy against fedavg "
                              "and random (default: 1000 1001 1002; the flag alone skips the comparison)")
@@ -165,7 +169,8 @@ def read_run_plan(run_dir: Path) -> RunPlan:
     saved = json.loads((run_dir / "config.json").read_text())
     return RunPlan(run_dir, env_config, vdn_config, episodes, seed, int(saved.get("schedule_episodes", episodes)),
                    saved.get("init_from"), int(saved.get("eval_interval", 0)),
-                   tuple(saved.get("val_seeds", VALIDATION_SEEDS)))
+                   tuple(saved.get("val_seeds", VALIDATION_SEEDS)), int(saved.get("num_envs", 1)),
+                   int(saved.get("checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)))
 
 
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -218,12 +223,20 @@ def new_plans(args: argparse.Namespace) -> list[RunPlan]:
 
 
 def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
-    """``plan`` with ``--eval-interval`` and ``--val-seeds`` where given (else its own: a resumed run keeps
-    validating as it did), checked.
+    """``plan`` with ``--eval-interval``, ``--val-seeds``, ``--num-envs`` and ``--checkpoint-interval``
+    where given (else its own: a resumed run keeps validating and batching as it did), checked.
 
     Raises:
-        ValueError: a negative interval or bad validation seeds (:func:`agents.validation.check_validation_seeds`).
+        ValueError: a negative validation interval, a checkpoint interval or ``--num-envs`` below 1, or bad
+            validation seeds (:func:`agents.validation.check_validation_seeds`).
     """
+    if args.num_envs is not None:
+        plan.num_envs = args.num_envs
+    if args.checkpoint_interval is not None:
+        plan.checkpoint_interval = args.checkpoint_interval
+    for flag, value in (("--checkpoint-interval", plan.checkpoint_interval), ("--num-envs", plan.num_envs)):
+        if value < 1:
+            raise ValueError(f"{flag}={value} must be >= 1")
     if args.eval_interval is not None:
         plan.eval_interval = args.eval_interval
     if args.val_seeds is not None:
@@ -234,12 +247,10 @@ def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
     return plan
 
 
-def check_run_options(args: argparse.Namespace) -> None:
-    """Raise ``ValueError`` naming a run option (interval, count) below 1."""
-    for flag, value in (("--checkpoint-interval", args.checkpoint_interval), ("--num-envs", args.num_envs),
-                        ("--threads", args.threads)):
-        if value < 1:
-            raise ValueError(f"{flag}={value} must be >= 1")
+def check_threads(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` naming ``--threads`` below 1."""
+    if args.threads < 1:
+        raise ValueError(f"--threads={args.threads} must be >= 1")
 
 
 def set_threads(threads: int) -> None:
@@ -263,15 +274,15 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
     atomic_write_text(plan.run_dir / "config.json", plan.to_json())
     print(f"run dir: {plan.run_dir}  (tensorboard --logdir {plan.run_dir})", flush=True)
     start = time.perf_counter()
-    common = (plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir, args.checkpoint_interval)
+    common = (plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir, plan.checkpoint_interval)
     if ray_options is None:
         trainer, _ = train_vdn(*common, progress="lines" if args.no_progress else "auto", resume=bool(args.resume),
-                               num_envs=args.num_envs, schedule_episodes=plan.schedule_episodes,
+                               num_envs=plan.num_envs, schedule_episodes=plan.schedule_episodes,
                                eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
                                init_from=None if args.resume else plan.init_from)
     else:
         trainer, _ = train_vdn_on_ray(*common, progress=not args.no_progress, resume=bool(args.resume),
-                                      num_envs=args.num_envs, options=ray_options)
+                                      num_envs=plan.num_envs, options=ray_options)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
     if args.eval_seeds:
@@ -284,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse_with_config_file(parser, argv)
     try:
-        check_run_options(args)
+        check_threads(args)
         ray_options = ray_options_from_args(args)
         if ray_options is not None and args.init_from:
             raise ValueError("--init-from is not supported with --ray-address yet: fine-tune locally")

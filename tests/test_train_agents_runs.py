@@ -43,6 +43,16 @@ def test_resume_with_episodes_extends_the_run(seed_runs, capsys):
     assert "--episodes=1: the run has played 2 episodes already" in error_line(capsys.readouterr().err)
 
 
+def test_config_json_records_the_batching_and_checkpointing_a_resumed_run_keeps(tmp_path):
+    run_dir = tmp_path / "run"
+    assert train_agents.main(["--episodes", "2", "--num-envs", "2", "--checkpoint-interval", "3",
+                              "--run-dir", str(run_dir), *TINY_FLAGS]) == 0
+    assert train_agents.main(["--resume", str(run_dir), "--episodes", "4", "--eval-seeds"]) == 0
+    config = json.loads((run_dir / "config.json").read_text())
+    assert (config["num_envs"], config["checkpoint_interval"]) == (2, 3)
+    assert train_agents.read_run_plan(run_dir).num_envs == 2
+
+
 def test_resume_refuses_every_configuration_flag_but_episodes(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         train_agents.main(["--resume", str(tmp_path), "--episodes", "20", "--num-rounds", "3", "--seed", "0",
@@ -66,6 +76,8 @@ def test_fine_tuning_from_the_command_line_names_a_layout_mismatch(seed_runs, tm
     (["--seed", "1", "--seeds", "2", "3"], "give --seed or --seeds, not both"),
     (["--eval-interval", "-1"], "--eval-interval=-1 must be >= 0"),
     (["--threads", "0"], "--threads=0 must be >= 1"),
+    (["--num-envs", "0"], "--num-envs=0 must be >= 1"),
+    (["--checkpoint-interval", "0"], "--checkpoint-interval=0 must be >= 1"),
     (["--val-seeds", "10000"], "validation seeds [10000] must be in [0, 10000)"),
     (["--val-seeds", "1000", "--eval-seeds", "1000"], "validation seeds [1000] are also test seeds"),
 ])
