@@ -6,7 +6,9 @@ every candidate in the last ``L`` rounds, without probing (it is charged only fo
 train). Over a grid of ``(k, L)`` it shows which final accuracy, latency and upload a simple
 open-loop policy reaches and what team return the calibrated reward (docs/design.md, section 5) gives
 it: the reward's price of the last accuracy points can be read off pairs of schedules, and a learned
-policy can be held against the best schedule's return.
+policy can be held against the best schedule's return. ``--weight-scale`` prices latency and upload
+at a multiple of the calibrated weights; ``--probing`` charges FedAvg and the schedules the probing epoch
+that the learned agent pays (the same selections train the same models in both modes).
 
 Writes ``table.csv`` (one row per schedule and FedAvg: means over the held-out seeds, and the ratios of
 FedAvg's latency and upload to the schedule's) and ``episodes.json`` (:mod:`benchmarks.common`).
@@ -14,6 +16,7 @@ FedAvg's latency and upload to the schedule's) and ``episodes.json`` (:mod:`benc
     python -m benchmarks.schedules --quick --out results/schedules_quick
     python -m benchmarks.schedules --out results/schedules        # the default federation, seeds 1000-1004
     python -m benchmarks.schedules --weight-scale 0.2 --out results/schedules_x0.2   # w2 and w3 x 0.2
+    python -m benchmarks.schedules --probing --out results/schedules_probing         # charged a probing epoch
 """
 
 from __future__ import annotations
@@ -97,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="CI size: 3 clients, 2 rounds, 1 seed, grid 1:1")
     parser.add_argument("--weight-scale", type=float, default=1.0,
                         help="multiplier of the latency and upload weights w2 and w3 (default: %(default)s)")
+    parser.add_argument("--probing", action="store_true",
+                        help="run FedAvg and the schedules with the probing epoch (charged like the learned agent's) "
+                             "instead of without it")
     parser.add_argument("--out", required=True, help="output folder (table.csv, episodes.json)")
     args = parser.parse_args(argv)
     config = EnvConfig(**QUICK_FEDERATION) if args.quick else EnvConfig(device="cpu")
@@ -108,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (1 if args.quick else args.episodes)))
     policies = [make_policy("fedavg"), *schedules]
-    per_episode = per_episode_metrics(evaluate_policies(config.validate(), policies, seeds, progress=False))
+    per_episode = per_episode_metrics(evaluate_policies(config.validate(), policies, seeds, progress=False,
+                                                        probing=True if args.probing else None))
     write_study(Path(args.out), schedule_rows(per_episode), per_episode,
                 ["policy", *SUMMARY_METRICS, "latency_gain", "upload_gain"])
     return 0

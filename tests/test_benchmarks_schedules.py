@@ -76,3 +76,20 @@ def test_weight_scale_charges_each_episode_that_share_of_its_latency_and_upload(
             assert at_half["team_return"] == pytest.approx(at_x1["team_return"] + cost / 2, abs=1e-9)
     with pytest.raises(SystemExit):
         schedules.main(["--quick", "--weight-scale", "0", "--out", str(tmp_path / "x0")])
+
+
+def test_probing_charges_the_probing_epoch_and_trains_the_same_models(tmp_path):
+    assert schedules.main(["--quick", "--out", str(tmp_path / "off")]) == 0
+    assert schedules.main(["--quick", "--probing", "--out", str(tmp_path / "on")]) == 0
+    off = json.loads((tmp_path / "off" / "episodes.json").read_text())
+    on = json.loads((tmp_path / "on" / "episodes.json").read_text())
+    for policy, episodes in off.items():
+        for without, with_probing in zip(episodes, on[policy], strict=True):
+            assert with_probing["probing"] and not without["probing"]
+            assert with_probing["final_accuracy"] == without["final_accuracy"]
+            assert with_probing["total_comm_mb"] == without["total_comm_mb"]
+            if policy == "fedavg":  # every candidate trains: the probing epoch is its first local epoch
+                assert with_probing["total_latency_s"] == pytest.approx(without["total_latency_s"])
+            else:  # round 1: the two candidates left out still download and train one epoch
+                assert with_probing["total_latency_s"] > without["total_latency_s"]
+                assert with_probing["team_return"] < without["team_return"]
