@@ -83,7 +83,7 @@ def write_split_traces(out: Path, num_clients: int, seed: int) -> tuple[str, str
     for name, devices in zip(("devices_train", "devices_held_out"), halves):
         path = out / f"{name}.json"
         atomic_write_text(path, dumps_trace(generate_trace(devices, num_clients, seed=seed)))
-        print(f"{path}: {num_clients} clients over {len(devices)} device types")
+        print(f"{path}: {num_clients} clients drawn from {len(devices)} device types")
         paths.append(str(path))
     return paths[0], paths[1]
 
