@@ -30,7 +30,6 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
-from agents.ray_training import train_vdn_on_ray
 from agents.trainer import CHECKPOINT_NAME, train_vdn
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
@@ -264,8 +263,8 @@ def set_threads(threads: int) -> None:
 
 def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | None = None) -> None:
     """Train ``plan`` (resumed with ``--resume``), locally or, with ``ray_options``, with Ray rollout
-    actors (:func:`agents.ray_training.train_vdn_on_ray`: no validation while training, no ``--init-from``);
-    then compare the greedy policy on ``--eval-seeds``.
+    actors (:mod:`agents.ray_training`: the same loop, validation, ``--init-from`` and extension); then
+    compare the greedy policy on ``--eval-seeds``.
 
     Raises:
         ValueError, FileNotFoundError: see :func:`agents.trainer.train_vdn`.
@@ -274,15 +273,11 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
     atomic_write_text(plan.run_dir / "config.json", plan.to_json())
     print(f"run dir: {plan.run_dir}  (tensorboard --logdir {plan.run_dir})", flush=True)
     start = time.perf_counter()
-    common = (plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir, plan.checkpoint_interval)
-    if ray_options is None:
-        trainer, _ = train_vdn(*common, progress="lines" if args.no_progress else "auto", resume=bool(args.resume),
-                               num_envs=plan.num_envs, schedule_episodes=plan.schedule_episodes,
-                               eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
-                               init_from=None if args.resume else plan.init_from)
-    else:
-        trainer, _ = train_vdn_on_ray(*common, progress=not args.no_progress, resume=bool(args.resume),
-                                      num_envs=plan.num_envs, options=ray_options)
+    trainer, _ = train_vdn(plan.env_config, plan.vdn_config, plan.episodes, plan.seed, plan.run_dir,
+                           plan.checkpoint_interval, progress="lines" if args.no_progress else "auto",
+                           resume=bool(args.resume), num_envs=plan.num_envs, schedule_episodes=plan.schedule_episodes,
+                           eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
+                           init_from=None if args.resume else plan.init_from, ray_options=ray_options)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
     if args.eval_seeds:
@@ -297,8 +292,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_threads(args)
         ray_options = ray_options_from_args(args)
-        if ray_options is not None and args.init_from:
-            raise ValueError("--init-from is not supported with --ray-address yet: fine-tune locally")
         plans = [resumed_plan(parser, args)] if args.resume else new_plans(args)
         ClientSelectionEnv(plans[0].env_config)  # data, trace, model and partition checks: fail before any output
     except (ValueError, FileNotFoundError) as error:

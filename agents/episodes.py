@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.nstep import NStepWindow
+from agents.nstep import NStepWindow, Transition
 from fedenv.env import ClientSelectionEnv
 
 
@@ -35,7 +35,11 @@ class EpisodeSummary:
 class RunningEpisode:
     """One federation's episode in progress: its n-step window, current observation and running sums.
 
-    Every per-episode accumulator lives here, one per federation played side by side (never shared)."""
+    Every per-episode accumulator lives here, one per federation played side by side (never shared).
+    ``env`` is an environment of the configuration played (its agents and model size are read; the episode
+    itself may be played elsewhere, e.g. by a Ray actor). ``epsilon``: the exploration rate of the last
+    action; ``summary``: set by the step that ends the episode (without TD losses: the learner adds them).
+    """
 
     env: ClientSelectionEnv
     episode: int
@@ -47,5 +51,30 @@ class RunningEpisode:
     candidates: int = 0
     uploads: int = 0
     epsilon: float = 0.0
-    td_losses: list[float] = field(default_factory=list)
+    done: bool = False
     summary: EpisodeSummary | None = None
+
+    def record(self, action: np.ndarray, output: tuple) -> list[Transition]:
+        """Account for one environment step: ``action`` ``(K,)`` was played and the env returned ``output``
+        (``observations, rewards, terminations, truncations, infos``, PettingZoo's parallel API).
+
+        Returns:
+            The n-step transitions this step completed (:meth:`agents.nstep.NStepWindow.push`).
+        """
+        observations, rewards, terminations, truncations, infos = output
+        agent = self.env.possible_agents[0]
+        next_obs, next_mask = stack_observations(self.env, observations)
+        transitions = self.window.push(self.obs, self.mask, action, rewards[agent], next_obs, next_mask,
+                                       terminations[agent], truncations[agent])
+        self.team_return += rewards[agent]
+        self.candidates += int(self.mask[:, 1].sum())
+        self.uploads += int((action * self.mask[:, 1]).sum())
+        self.obs, self.mask = next_obs, next_mask
+        self.rounds += 1
+        self.done = bool(terminations[agent] or truncations[agent])
+        if self.done:
+            info = infos[agent]
+            self.summary = EpisodeSummary(self.team_return, info["accuracy"], info["wall_clock_s"],
+                                          self.uploads * self.env.simulator.model_size_mb,
+                                          self.uploads / max(1, self.candidates), self.epsilon)
+        return transitions

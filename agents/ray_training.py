@@ -1,60 +1,49 @@
-"""Distributed VDN training on Ray (Ray core: one learner, W rollout actors; in the spirit of Ape-X,
-Horgan et al., ICLR 2018, with one learner and its replay buffer here and actors that only play).
+"""Rollout sources on Ray (Ray core, https://docs.ray.io): the training episodes of
+:func:`agents.trainer.learn` played by W actors, each with ``num_envs`` federations side by side.
 
-Each :class:`RolloutWorker` actor holds its own :class:`~fedenv.vector.VectorClientSelectionEnv` (``num_envs``
-federations side by side) and plays the training episodes it is handed with the learner's latest published
-Q-network weights (:func:`agents.rollout.play_rollouts`: epsilon is the run's schedule by episode index, so
-episode e explores as it would in a local run). The learner (:class:`RayTrainer`, a
-:class:`~agents.trainer.Trainer`) stores each episode's n-step transitions step by step and trains on the
-trainer's schedule (``learning_starts``, ``train_freq``, ``gradient_steps`` counted in environment steps),
-then logs, checkpoints and resumes as the local trainer does: the checkpoint is the learner's, in the same
-format.
+The learner (:class:`~agents.trainer.Trainer`: replay buffer, TD updates, callbacks, checkpoints) stays
+in this process; only where the federations are played changes, so a run on Ray validates, starts from
+``--init-from``, resumes and extends as a local run does, and its checkpoints are the local format.
 
-* Asynchronous (default): every worker plays the next ``num_envs`` unplayed episodes; the learner consumes
-  results as they arrive and publishes its weights after every ``W * num_envs`` consumed episodes. Fast, not
-  reproducible; ``--resume`` continues from the number of consumed episodes.
-* ``sync``: per iteration, worker w plays episodes ``start + w * num_envs ...`` with the weights of the
-  iteration's start, and the learner consumes them in worker order: two runs of one configuration end with
-  the same weights, and resuming is exact.
-
-A worker that dies is restarted by Ray (``max_restarts``) and its call, i.e. its lost episodes, replayed
-with the same episode indices (``max_task_retries``), hence the same seeds.
+* ``sync`` (:class:`SyncRaySource`, reproducible): the actors host the federations and the learner plays
+  them as its own: every FL round it sends each active federation's joint action, chosen by
+  :meth:`~agents.trainer.Trainer.act` with its current weights and exploration generator, and trains after
+  each step exactly as locally. Federation ``i`` of a batch of ``W * num_envs`` episodes is federation
+  ``i % num_envs`` of actor ``i // num_envs``; with one actor the run trains the weights of the local run
+  with the same ``num_envs``. An actor that dies is restarted by Ray (``max_restarts``) and its call
+  replayed (``max_task_retries``); every call carries the episode seeds and the joint actions played so
+  far, from which a fresh actor replays its federations to the same state (:meth:`FederationWorker.advance`).
+* asynchronous (default, :class:`AsyncRaySource`; in the spirit of Ape-X, Horgan et al., ICLR 2018, with
+  one learner): every actor plays whole episodes with the learner's latest published Q-network weights
+  (:func:`agents.rollout.play_rollouts`: epsilon on the run's schedule by episode index, exploration draws
+  seeded by ``(run seed, episode)``); the learner consumes results as they arrive, step by step, and
+  publishes its weights after every ``W * num_envs`` consumed episodes. Fast, not reproducible. A dead
+  actor's call is replayed with the same episode indices, hence the same seeds.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
+import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import VDNConfig
-from agents.episodes import EpisodeSummary
-from agents.rollout import EpisodeRollout, play_rollouts
-from agents.tensorboard_log import log_episode, open_writer
-from agents.trainer import CHECKPOINT_NAME, Trainer
+from agents.rollout import EpisodeRollout, Learner, Step, play, play_rollouts
 from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions, start_ray
-from fedenv.vector import VectorClientSelectionEnv
+from fedenv.env import ClientSelectionEnv
+from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 MAX_RESTARTS = 4
 """Restarts of a dead rollout actor, and retries of the call it died in."""
 
 
-class RolloutWorker:
-    """A rollout actor's state: ``num_envs`` federations and an epsilon-greedy copy of the Q-network."""
-
-    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, planned_episodes: int, seed: int,
-                 num_envs: int):
-        self.vector = VectorClientSelectionEnv(env_config, num_envs)
-        env = self.vector.envs[0]
-        self.actor = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed)
-        self.planned_episodes, self.seed = planned_episodes, seed
+class WorkerProcess:
+    """What every rollout actor answers about its process."""
 
     def pid(self) -> int:
         """The worker's process id."""
@@ -64,165 +53,221 @@ class RolloutWorker:
         """torch's intra-op threads in the worker (Ray sets ``OMP_NUM_THREADS`` to the one CPU it reserves)."""
         return torch.get_num_threads()
 
-    def play(self, episodes: list[int], weights: dict) -> tuple[list[EpisodeRollout], float]:
-        """Play ``episodes`` (at most ``num_envs``) with Q-network ``weights`` (a ``state_dict``).
+
+class FederationWorker(WorkerProcess):
+    """A sync actor: ``num_envs`` federations of ``env_config`` that the learner plays round by round."""
+
+    def __init__(self, env_config: EnvConfig, num_envs: int):
+        self.vector = VectorClientSelectionEnv(env_config, num_envs)
+        self._seeds: list[int] | None = None
+        self._played: list[int] = []
+
+    def advance(self, seeds: list[int], histories: list[list[np.ndarray]]) -> tuple[dict[int, tuple], float]:
+        """Bring federation ``j`` to episode seed ``seeds[j]`` after the joint actions ``histories[j]``
+        (each ``(K,)``, in play order).
+
+        Federations one action behind play that action (the learner's next round, all in one batched
+        engine); all-empty histories reset every federation; any other state (a restarted actor, a replayed
+        call) resets the federations and replays every round with the grouping the learner played it in.
+
+        Returns:
+            The latest output of each federation whose history is the longest (reset: ``(observations,
+            infos)``; otherwise the ``step`` tuple of its last action), by federation index; and this
+            call's FL rounds per second (wall clock).
+
+        Raises:
+            ValueError: more seeds than federations, or a history per seed missing.
+        """
+        if len(seeds) > self.vector.num_envs or len(histories) != len(seeds):
+            raise ValueError(f"{len(seeds)} seeds and {len(histories)} histories for {self.vector.num_envs} "
+                             f"federations")
+        start = time.perf_counter()
+        lengths = [len(h) for h in histories]
+        longest = max(lengths)
+        caught_up = (longest > 0 and self._seeds == list(seeds)
+                     and all(0 <= n - p <= 1 for n, p in zip(lengths, self._played)))
+        if caught_up:
+            outputs = self._step({j: histories[j][-1] for j, n in enumerate(lengths) if n == longest})
+            rounds = len(outputs)
+        else:
+            outputs = self._replay(seeds, histories)
+            rounds = sum(lengths)
+        self._seeds, self._played = list(seeds), lengths
+        return outputs, rounds / max(time.perf_counter() - start, 1e-9)
+
+    def _replay(self, seeds: list[int], histories: list[list[np.ndarray]]) -> dict[int, tuple]:
+        envs = self.vector.envs[: len(seeds)]
+        outputs = dict(enumerate(drive_together([env.reset_process(seed) for env, seed in zip(envs, seeds)])))
+        for t in range(max(len(h) for h in histories)):
+            outputs.update(self._step({j: h[t] for j, h in enumerate(histories) if len(h) > t}))
+        longest = max(len(h) for h in histories)
+        return {j: output for j, output in outputs.items() if len(histories[j]) == longest}
+
+    def _step(self, actions: dict[int, np.ndarray]) -> dict[int, tuple]:
+        agents = self.vector.possible_agents
+        outputs = drive_together([self.vector.envs[j].step_process({a: int(x) for a, x in zip(agents, action)})
+                                  for j, action in actions.items()])
+        return dict(zip(actions, outputs))
+
+
+class RemoteFederations:
+    """:class:`agents.rollout.Federations` on :class:`FederationWorker` actors: federation ``i`` is
+    federation ``i % per_worker`` of actor ``i // per_worker``; the actors step their federations in parallel.
+
+    Attributes:
+        worker_rates: worker index -> FL rounds per second of its last call.
+    """
+
+    def __init__(self, workers: list, per_worker: int):
+        self.workers, self.per_worker = workers, per_worker
+        self.worker_rates: dict[int, float] = {}
+        self._seeds: list[int] = []
+        self._histories: list[list[np.ndarray]] = []
+
+    def reset(self, seeds: list[int]) -> list[dict]:
+        if len(seeds) > len(self.workers) * self.per_worker:
+            raise ValueError(f"{len(seeds)} episodes for {len(self.workers)} actors of {self.per_worker} federations")
+        self._seeds, self._histories = list(seeds), [[] for _ in seeds]
+        started = self._advance(range(len(seeds)))
+        return [started[i][0] for i in range(len(seeds))]
+
+    def step(self, actions: dict[int, np.ndarray]) -> dict[int, tuple]:
+        for i, action in actions.items():
+            self._histories[i].append(np.asarray(action))
+        outputs = self._advance(actions)
+        return {i: outputs[i] for i in actions}
+
+    def _advance(self, federations) -> dict[int, tuple]:
+        import ray
+
+        n = self.per_worker
+        calls = {w: self.workers[w].advance.remote(self._seeds[w * n:(w + 1) * n], self._histories[w * n:(w + 1) * n])
+                 for w in sorted({i // n for i in federations})}
+        outputs = {}
+        for w, (returned, rate) in zip(calls, ray.get(list(calls.values()))):
+            self.worker_rates[w] = rate
+            outputs.update({w * n + j: output for j, output in returned.items()})
+        return outputs
+
+
+class RolloutWorker(WorkerProcess):
+    """An asynchronous actor: ``num_envs`` federations and an epsilon-greedy copy of the Q-network."""
+
+    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, seed: int, num_envs: int):
+        self.vector = VectorClientSelectionEnv(env_config, num_envs)
+        env = self.vector.envs[0]
+        self.actor = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed)
+        self.seed = seed
+
+    def play(self, episodes: list[int], weights: dict, schedule_episodes: int) -> tuple[list[EpisodeRollout], float]:
+        """Play ``episodes`` (at most ``num_envs``) with Q-network ``weights`` (a ``state_dict``), epsilon on
+        a schedule of ``schedule_episodes`` episodes.
 
         Returns:
             The rollouts in episode order and this call's FL rounds per second (wall clock).
         """
         self.actor.q.load_state_dict(weights)
         start = time.perf_counter()
-        rollouts = play_rollouts(self.vector, self.actor, episodes, self.planned_episodes, self.seed)
+        rollouts = play_rollouts(self.vector.envs, self.actor, episodes, schedule_episodes, self.seed)
         return rollouts, sum(len(r.steps) for r in rollouts) / (time.perf_counter() - start)
 
 
-class RayTrainer(Trainer):
-    """The learner of a distributed run: a :class:`~agents.trainer.Trainer` whose :meth:`play_episodes`
-    gets its episodes from Ray rollout actors (module docstring).
+def start_actors(cls: type, options: RayOptions, *args) -> list:
+    """``options.num_workers`` actors of ``cls`` (default: one per CPU of the cluster, started if needed),
+    each with one CPU and ``options.worker_gpus`` GPUs, restarted and their calls retried on failure."""
+    import ray
 
-    Args:
-        env_config, vdn_config, episodes, seed: as :class:`~agents.trainer.Trainer`.
-        options: the cluster (started if needed) and its ``num_workers`` actors (default: one per CPU),
-            each with ``worker_gpus`` GPUs and one CPU; ``options.sync``: the reproducible mode.
-        num_envs: federations per actor.
+    cpus = start_ray(options)
+    actor = ray.remote(cls).options(num_cpus=1, num_gpus=options.worker_gpus, max_restarts=MAX_RESTARTS,
+                                    max_task_retries=MAX_RESTARTS)
+    return [actor.remote(*args) for _ in range(options.num_workers or cpus)]
 
-    Attributes:
-        worker_rates: worker index -> FL rounds per second of its last call.
-    """
 
-    def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int, options: RayOptions,
-                 num_envs: int = 1):
-        import ray
+class RaySource:
+    """Ray actors and an environment of the run's configuration in this process (the learner's)."""
 
-        super().__init__(env_config, vdn_config, episodes, seed, num_envs=1)
-        cpus = start_ray(options)
-        num_workers = options.num_workers or cpus
-        actor = ray.remote(RolloutWorker).options(num_cpus=1, num_gpus=options.worker_gpus,
-                                                  max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
-        self.workers = [actor.remote(env_config, vdn_config, self.episodes, self.seed, num_envs)
-                        for _ in range(num_workers)]
-        self.num_envs, self.sync = num_envs, options.sync
+    def __init__(self, env_config: EnvConfig, workers: list, num_envs: int):
+        self.env = ClientSelectionEnv(env_config)
+        self.workers, self.num_envs = workers, num_envs
         self.worker_rates: dict[int, float] = {}
-        self._pending: dict = {}
-        self._next_episode: int | None = None
-        self._weights = None
-        self._since_publish = 0
 
     def worker_pids(self) -> list[int]:
-        """The process ids of the rollout actors, in worker order."""
+        """The process ids of the actors, in worker order."""
         import ray
 
         return ray.get([worker.pid.remote() for worker in self.workers])
 
     def close(self) -> None:
-        """End the rollout actors."""
+        """End the actors."""
         import ray
 
         for worker in self.workers:
             ray.kill(worker)
 
-    def play_episodes(self) -> list[EpisodeSummary]:
-        """Sync: one iteration (every worker's episodes, consumed in worker order). Async: the episodes of
-        the next call to finish. Returns their summaries, TD losses and ``rounds_played`` filled in."""
-        return self._iterate() if self.sync else self._next_result()
 
-    def _publish(self) -> None:
-        import ray
+class SyncRaySource(RaySource):
+    """The sync mode (module docstring): the next ``min(W * num_envs, episodes left)`` episodes played side by
+    side on the actors' federations, with the learner's actions."""
 
-        self._weights = ray.put({k: v.detach().cpu() for k, v in self.learner.q.state_dict().items()})
+    def steps(self, learner: Learner) -> Iterator[Step]:
+        count = max(1, min(len(self.workers) * self.num_envs, learner.episodes - learner.episode))
+        episodes = list(range(learner.episode, learner.episode + count))
+        federations = RemoteFederations(self.workers, self.num_envs)
+        for r, transitions in play(federations, self.env, episodes, learner.seed, learner.vdn_config, learner.act):
+            yield Step(r.episode, transitions, r.summary)
+        self.worker_rates = federations.worker_rates
+
+
+class AsyncRaySource(RaySource):
+    """The asynchronous mode (module docstring): each call yields the episodes of the next actor call to finish."""
+
+    def __init__(self, env_config: EnvConfig, workers: list, num_envs: int):
+        super().__init__(env_config, workers, num_envs)
+        self._pending: dict = {}
+        self._next_episode: int | None = None
+        self._weights = None
         self._since_publish = 0
 
-    def _dispatch(self, worker: int, first: int) -> int:
-        """Hand ``worker`` the episodes from ``first`` (up to ``num_envs``); returns how many."""
-        episodes = list(range(first, min(first + self.num_envs, self.episodes)))
-        if episodes:
-            self._pending[self.workers[worker].play.remote(episodes, self._weights)] = worker
-        return len(episodes)
-
-    def _iterate(self) -> list[EpisodeSummary]:
-        import ray
-
-        self._publish()
-        first = self.episode
-        for worker in range(len(self.workers)):
-            first += self._dispatch(worker, first)
-        calls, self._pending = list(self._pending.items()), {}
-        return [s for ref, worker in calls for s in self._consume(worker, *ray.get(ref))]
-
-    def _next_result(self) -> list[EpisodeSummary]:
+    def steps(self, learner: Learner) -> Iterator[Step]:
         import ray
 
         if self._next_episode is None:
-            self._publish()
-            self._next_episode = self.episode
+            self._publish(learner)
+            self._next_episode = learner.episode
             for worker in range(len(self.workers)):
-                self._next_episode += self._dispatch(worker, self._next_episode)
+                self._next_episode += self._dispatch(worker, learner)
         [ref], _ = ray.wait(list(self._pending), num_returns=1)
         worker = self._pending.pop(ref)
-        summaries = self._consume(worker, *ray.get(ref))
-        if self._since_publish >= len(self.workers) * self.num_envs:
-            self._publish()
-        self._next_episode += self._dispatch(worker, self._next_episode)
-        return summaries
-
-    def _consume(self, worker: int, rollouts: list[EpisodeRollout], rounds_per_s: float) -> list[EpisodeSummary]:
-        """Store each rollout's transitions step by step, training after every step as the trainer does."""
-        self.worker_rates[worker] = rounds_per_s
-        summaries = []
+        rollouts, self.worker_rates[worker] = ray.get(ref)
         for rollout in rollouts:
-            losses = []
-            for transitions in rollout.steps:
-                for transition in transitions:
-                    self.buffer.add(transition)
-                self.steps += 1
-                losses += self._train()
-            summaries.append(dataclasses.replace(rollout.summary, td_losses=losses, rounds_played=self.steps))
-        self.episode += len(rollouts)
+            for t, transitions in enumerate(rollout.steps):
+                yield Step(rollout.episode, transitions, rollout.summary if t == len(rollout.steps) - 1 else None)
         self._since_publish += len(rollouts)
-        return summaries
+        if self._since_publish >= len(self.workers) * self.num_envs:
+            self._publish(learner)
+        self._next_episode += self._dispatch(worker, learner)
+
+    def _publish(self, learner: Learner) -> None:
+        import ray
+
+        self._weights = ray.put({k: v.detach().cpu() for k, v in learner.learner.q.state_dict().items()})
+        self._since_publish = 0
+
+    def _dispatch(self, worker: int, learner: Learner) -> int:
+        """Hand ``worker`` the episodes from the next unplayed one (up to ``num_envs``); returns how many."""
+        first = self._next_episode
+        episodes = list(range(first, min(first + self.num_envs, learner.episodes)))
+        if episodes:
+            self._pending[self.workers[worker].play.remote(episodes, self._weights, learner.schedule_episodes)] = worker
+        return len(episodes)
 
 
-def train_vdn_on_ray(env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
-                     run_dir: str | Path | None = None, checkpoint_interval: int = 25, progress: bool = True,
-                     resume: bool = False, num_envs: int = 1, *, options: RayOptions) -> tuple[Trainer, list]:
-    """:func:`~agents.trainer.train_vdn` with the episodes played by Ray rollout actors (:class:`RayTrainer`
-    on the cluster of ``options``, reproducible when ``options.sync``).
-
-    Logs what the local run logs, plus ``workers/fl_rounds_per_s/<worker>`` (each actor's FL rounds per
-    second in its last call), and writes the same checkpoints; ``resume`` continues from
-    ``run_dir/checkpoint.pt`` (a local run's checkpoint too).
-
-    Returns:
-        The learner and the summaries of the episodes played by this call, in consumption order.
-
-    Raises:
-        ValueError, FileNotFoundError: as :func:`~agents.trainer.train_vdn`.
-    """
-    if resume and run_dir is None:
-        raise ValueError("resume needs a run directory")
-    trainer = RayTrainer(env_config, vdn_config, episodes, seed, options, num_envs)
-    if resume:
-        trainer.restore(load_checkpoint(Path(run_dir) / CHECKPOINT_NAME))
-    writer = open_writer(run_dir, trainer.steps if resume else None) if run_dir is not None else None
-    summaries, start, start_steps = [], time.perf_counter(), trainer.steps
-    bar = tqdm(total=episodes, initial=trainer.episode, desc="VDN on Ray", unit="episode", disable=not progress)
-    while trainer.episode < episodes:
-        before = trainer.episode
-        played = trainer.play_episodes()
-        summaries += played
-        for summary in played:
-            if writer is not None:
-                log_episode(writer, summary, (trainer.steps - start_steps) / (time.perf_counter() - start))
-            bar.update()
-        if writer is not None:
-            for worker, rate in trainer.worker_rates.items():
-                writer.add_scalar(f"workers/fl_rounds_per_s/{worker}", rate, trainer.steps)
-        crossed = trainer.episode // checkpoint_interval > before // checkpoint_interval
-        if run_dir is not None and (crossed or trainer.episode == episodes):
-            save_checkpoint(Path(run_dir) / CHECKPOINT_NAME, trainer.checkpoint())
-    bar.close()
-    trainer.close()
-    if writer is not None:
-        writer.close()
-    return trainer, summaries
-
+def ray_source(env_config: EnvConfig, vdn_config: VDNConfig, options: RayOptions, num_envs: int = 1,
+               seed: int = 0) -> RaySource:
+    """The rollout source of ``options`` (sync or asynchronous, module docstring) on its cluster (started if
+    needed), with ``options.num_workers`` actors of ``num_envs`` federations each; ``seed``: the run seed
+    (the asynchronous actors' Q-network copies are built with it, then take the learner's weights)."""
+    if options.sync:
+        return SyncRaySource(env_config, start_actors(FederationWorker, options, env_config, num_envs), num_envs)
+    workers = start_actors(RolloutWorker, options, env_config, vdn_config, seed, num_envs)
+    return AsyncRaySource(env_config, workers, num_envs)

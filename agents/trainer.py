@@ -1,4 +1,11 @@
-"""The VDN training loop: episodes of the FL environment, replay, TD updates, logs and checkpoints.
+"""The VDN learner and its training loop: episodes from a rollout source, replay, TD updates, callbacks.
+
+One loop serves every run, in the manner of Stable-Baselines3's ``learn()``: :func:`learn` asks the
+:class:`Trainer` for its next episodes, whose steps come from a rollout source (:mod:`agents.rollout`: the
+local vector env; :mod:`agents.ray_training`: Ray actors) and are stored and trained on step by step, then
+hands each batch to its callbacks (:mod:`agents.callbacks`: TensorBoard, progress, validation and
+``best.pt``, checkpoints). A run on Ray therefore validates, starts from ``init_from``, resumes and extends
+as a local run does, and with ``--sync`` trains the local run's weights.
 
 A run can be resumed exactly: the checkpoint holds the networks, the optimiser, the replay buffer, the
 step and episode counters and every random generator of the loop, and every training episode is reset
@@ -11,66 +18,74 @@ run with ``schedule_episodes=20``.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 import numpy as np
 
-from agents.checkpoint import load_checkpoint, save_checkpoint
+from agents.callbacks import (
+    Callback,
+    CheckpointCallback,
+    ProgressCallback,
+    TensorBoardCallback,
+    ValidationCallback,
+)
+from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
-from agents.episodes import EpisodeSummary, RunningEpisode, stack_observations
-from agents.nstep import NStepWindow
+from agents.episodes import EpisodeSummary, RunningEpisode
 from agents.policy import GreedyPolicy
-from agents.progress import Progress
+from agents.ray_training import ray_source
 from agents.replay import ReplayBuffer
-from agents.tensorboard_log import log_episode, open_writer
-from agents.validation import VALIDATION_SEEDS, check_validation_seeds, evaluate_and_keep_best
-from agents.vdn import QNetwork, VDNLearner, linear_epsilon
+from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
+from agents.rollout import training_seed as training_seed  # re-exported: where a run's episode seeds are documented
+from agents.validation import VALIDATION_SEEDS, check_validation_seeds
+from agents.vdn import QNetwork, VDNLearner
 from fedenv.config import EnvConfig
+from fedenv.distributed.cluster import RayOptions
 from fedenv.env import ClientSelectionEnv
 from fedenv.models.seeding import SeededDraws
-from fedenv.vector import VectorClientSelectionEnv, drive_together
+from fedenv.vector import VectorClientSelectionEnv
 
-TRAINING_SEED_BASE = 10_000
 CHECKPOINT_NAME = "checkpoint.pt"
 
 
-def training_seed(seed: int, episode: int) -> int:
-    """Env seed of training episode ``episode`` of run ``seed``: ``10000 + 1000000 * seed + episode``.
-    Evaluation uses seeds from 1000 up (held out: never a training seed)."""
-    return TRAINING_SEED_BASE + 1_000_000 * seed + episode
-
-
 class Trainer:
-    """VDN training state: envs, learner, replay buffer, counters and generators.
+    """VDN training state: rollout source, learner, replay buffer, counters and generators.
 
     Args:
         env_config: the environment. vdn_config: hyperparameters.
         episodes: planned episodes (may grow when a run is extended: :meth:`restore`).
         seed: run seed (training env seeds, network initialisation, exploration, replay sampling).
-        num_envs: federations played in lockstep through one batched engine (:mod:`fedenv.vector`),
-            each with its own n-step window and episode sums. They play the same episode seeds, with the
-            same epsilon per round, as one federation would; while nothing is learned and epsilon is 0,
-            the replay buffer receives the same transitions (in another order).
+        num_envs: federations played in lockstep through one batched engine (:mod:`fedenv.vector`; per
+            Ray actor with ``ray_options``), each with its own n-step window and episode sums. They play the
+            same episode seeds, with the same epsilon per round, as one federation would; while nothing is
+            learned and epsilon is 0, the replay buffer receives the same transitions (in another order).
         schedule_episodes: the exploration schedule's horizon in episodes (default: ``episodes``). Epsilon
             anneals by episode: round ``r`` of episode ``e`` is schedule step ``e * num_rounds + r`` of
             ``schedule_episodes * num_rounds`` (:func:`~agents.vdn.linear_epsilon`), which equals the
             environment step count when every episode runs its ``num_rounds`` rounds, and still reaches
             ``exploration_final_eps`` when episodes end early (``target_accuracy``).
+        ray_options: play the episodes on Ray actors (:func:`agents.ray_training.ray_source`); None: in
+            this process (:class:`~agents.rollout.LocalSource`).
+
+    Attributes:
+        source: the rollout source (:class:`~agents.rollout.RolloutSource`); :meth:`close` releases it.
 
     Raises:
         ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer.
     """
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
-                 num_envs: int = 1, schedule_episodes: int | None = None):
+                 num_envs: int = 1, schedule_episodes: int | None = None, ray_options: RayOptions | None = None):
         schedule_episodes = episodes if schedule_episodes is None else schedule_episodes
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                    for v in (episodes, seed, schedule_episodes)):
             raise ValueError(f"episodes={episodes!r}, seed={seed!r} and schedule_episodes={schedule_episodes!r} "
                              f"must be integers")
-        self.vector = VectorClientSelectionEnv(env_config, num_envs)
-        self.env = self.vector.envs[0]
+        self.source: RolloutSource = (LocalSource(VectorClientSelectionEnv(env_config, num_envs)) if ray_options is None
+                                      else ray_source(env_config, vdn_config, ray_options, num_envs, int(seed)))
+        self.env = self.source.env
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
         self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed)
@@ -81,50 +96,31 @@ class Trainer:
         self.best_eval_return: float | None = None  # best validation team return so far (agents.validation)
 
     def play_episodes(self) -> list[EpisodeSummary]:
-        """Play the next ``min(num_envs, episodes left)`` training episodes side by side, storing
-        transitions and training as configured. Returns their summaries in episode order."""
-        config = self.vdn_config
-        envs = self.vector.envs[: max(1, min(len(self.vector.envs), self.episodes - self.episode))]
-        started = drive_together([env.reset_process(training_seed(self.seed, self.episode + i))
-                                  for i, env in enumerate(envs)])
-        running = [RunningEpisode(env, self.episode + i, NStepWindow(config.n_step, config.gamma),
-                                  *stack_observations(env, observations))
-                   for i, (env, (observations, _)) in enumerate(zip(envs, started))]
-        while active := [r for r in running if r.env.agents]:
-            actions = [self._act(r) for r in active]
-            outputs = drive_together([r.env.step_process({a: int(x) for a, x in zip(r.env.possible_agents, action)})
-                                      for r, action in zip(active, actions)])
-            for r, action, output in zip(active, actions, outputs):
-                self._record(r, action, output)
-        self.episode += len(envs)
-        return [r.summary for r in running]
+        """Play the source's next episodes (locally: ``min(num_envs, episodes left)`` side by side), storing
+        each environment step's transitions and training after it as configured. Returns their summaries
+        in episode order, TD losses and ``rounds_played`` filled in."""
+        losses: dict[int, list[float]] = {}
+        ended = []
+        for step in self.source.steps(self):
+            for transition in step.transitions:
+                self.buffer.add(transition)
+            self.steps += 1
+            losses.setdefault(step.episode, []).extend(self._train())
+            if step.summary is not None:
+                ended.append((step.episode, dataclasses.replace(step.summary, td_losses=losses[step.episode],
+                                                                rounds_played=self.steps)))
+        self.episode += len(ended)
+        return [summary for _, summary in sorted(ended, key=lambda item: item[0])]
 
-    def _act(self, r: RunningEpisode) -> np.ndarray:
-        num_rounds = self.env.config.num_rounds
-        r.epsilon = linear_epsilon(r.episode * num_rounds + r.rounds, self.schedule_episodes * num_rounds,
-                                   self.vdn_config)
+    def act(self, r: RunningEpisode) -> np.ndarray:
+        """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network and
+        the learner's exploration generator; sets ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
+        r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
         return self.learner.act(r.obs, r.mask, r.epsilon)
 
-    def _record(self, r: RunningEpisode, action: np.ndarray, output: tuple) -> None:
-        """Store one step of ``r``'s episode, train if due, and summarise the episode when it ends."""
-        observations, rewards, terminations, truncations, infos = output
-        agent = r.env.possible_agents[0]
-        next_obs, next_mask = stack_observations(r.env, observations)
-        for transition in r.window.push(r.obs, r.mask, action, rewards[agent], next_obs, next_mask,
-                                        terminations[agent], truncations[agent]):
-            self.buffer.add(transition)
-        r.team_return += rewards[agent]
-        r.candidates += int(r.mask[:, 1].sum())
-        r.uploads += int((action * r.mask[:, 1]).sum())
-        r.obs, r.mask = next_obs, next_mask
-        r.rounds += 1
-        self.steps += 1
-        r.td_losses += self._train()
-        if not r.env.agents:
-            info = infos[agent]
-            r.summary = EpisodeSummary(r.team_return, info["accuracy"], info["wall_clock_s"],
-                                       r.uploads * r.env.simulator.model_size_mb, r.uploads / max(1, r.candidates),
-                                       r.epsilon, r.td_losses, self.steps)
+    def close(self) -> None:
+        """Release the rollout source (Ray actors); the learner's state stays readable."""
+        self.source.close()
 
     def _train(self) -> list[float]:
         """The TD losses of the gradient steps due after environment step ``self.steps`` (none before
@@ -175,10 +171,10 @@ class Trainer:
             raise ValueError("the checkpoint holds no training state (written by an older version?)")
         if document["env_config"].to_dict() != self.env.config.to_dict() or document["vdn_config"] != self.vdn_config:
             raise ValueError("the checkpoint was written with another env or VDN configuration")
-        if (schedule_episodes(document), training["seed"]) != (self.schedule_episodes, self.seed):
+        if (_schedule_episodes(document), training["seed"]) != (self.schedule_episodes, self.seed):
             raise ValueError(
                 f"the checkpoint belongs to a run with seed {training['seed']} whose epsilon anneals over "
-                f"{schedule_episodes(document)} episodes, not seed {self.seed} over {self.schedule_episodes}"
+                f"{_schedule_episodes(document)} episodes, not seed {self.seed} over {self.schedule_episodes}"
             )
         if document["episodes"] > self.episodes:
             raise ValueError(f"the checkpoint has played {document['episodes']} episodes, more than the "
@@ -216,11 +212,36 @@ class Trainer:
         return GreedyPolicy(q, self.env.feature_names, self.env.config)
 
 
-def schedule_episodes(document: dict) -> int:
+def _schedule_episodes(document: dict) -> int:
     """The exploration schedule's horizon (episodes) of the run that wrote checkpoint ``document``
     (checkpoints written before runs could be extended: their planned episodes)."""
     training = document["training"]
     return int(training.get("schedule_episodes", training["planned_episodes"]))
+
+
+def learn(trainer: Trainer, callbacks: list[Callback] = ()) -> list[EpisodeSummary]:
+    """Play and train until ``trainer`` has played its ``episodes`` (SB3's ``learn()``): each batch of
+    episodes from the trainer's source (:meth:`Trainer.play_episodes`) goes to every callback in order,
+    with the batch's FL rounds per second (wall clock). The callbacks' ends run even when training fails.
+
+    Returns:
+        The summaries of the episodes played by this call.
+    """
+    summaries: list[EpisodeSummary] = []
+    for callback in callbacks:
+        callback.on_training_start(trainer)
+    try:
+        while trainer.episode < trainer.episodes:
+            before, start, start_steps = trainer.episode, time.perf_counter(), trainer.steps
+            played = trainer.play_episodes()
+            rounds_per_s = (trainer.steps - start_steps) / (time.perf_counter() - start)
+            summaries += played
+            for callback in callbacks:
+                callback.on_episodes_end(trainer, before, played, rounds_per_s)
+    finally:
+        for callback in callbacks:
+            callback.on_training_end(trainer)
+    return summaries
 
 
 def train_vdn(
@@ -238,8 +259,9 @@ def train_vdn(
     eval_interval: int = 0,
     val_seeds: tuple[int, ...] | list[int] = VALIDATION_SEEDS,
     init_from: str | Path | None = None,
+    ray_options: RayOptions | None = None,
 ) -> tuple[Trainer, list[EpisodeSummary]]:
-    """Train VDN agents until ``episodes`` episodes have been played.
+    """Train VDN agents until ``episodes`` episodes have been played (:func:`learn` with the callbacks below).
 
     Writes TensorBoard logs (:mod:`agents.tensorboard_log`) and ``checkpoint.pt`` (atomically, every
     ``checkpoint_interval`` episodes and at the end) under ``run_dir`` when given. With ``resume``,
@@ -249,7 +271,9 @@ def train_vdn(
     policy plays the validation seeds ``val_seeds`` (:mod:`agents.validation`); the best by validation
     team return is kept as ``run_dir/best.pt``. ``num_envs`` federations are played side by side through
     one batched engine. ``progress``: see :func:`agents.progress.progress_mode`. ``init_from``: a
-    checkpoint whose Q-network weights start a new run (:meth:`Trainer.initialise_from`).
+    checkpoint whose Q-network weights start a new run (:meth:`Trainer.initialise_from`). ``ray_options``:
+    the episodes are played by Ray actors (:mod:`agents.ray_training`; ``num_envs`` per actor), which are
+    ended before this returns; the checkpoints are the local run's, so either kind of run resumes the other.
 
     Returns:
         The trainer and the summaries of the episodes played by this call.
@@ -262,50 +286,27 @@ def train_vdn(
     """
     if not isinstance(eval_interval, (int, np.integer)) or eval_interval < 0:
         raise ValueError(f"eval_interval={eval_interval!r} must be an integer >= 0 (0: no validation)")
-    trainer = _start(env_config, vdn_config, episodes, seed, num_envs, run_dir, resume, schedule_episodes, init_from)
-    validation = (ClientSelectionEnv(env_config), check_validation_seeds(val_seeds)) if eval_interval else None
-    writer = open_writer(run_dir, trainer.steps if resume else None) if run_dir is not None else None
-    report = Progress(episodes, trainer.episode, progress)
-    summaries = []
-    try:
-        while trainer.episode < episodes:
-            before, start, start_steps = trainer.episode, time.perf_counter(), trainer.steps
-            played = trainer.play_episodes()
-            rounds_per_s = (trainer.steps - start_steps) / (time.perf_counter() - start)
-            for count, summary in enumerate(played, start=before + 1):
-                summaries.append(summary)
-                if writer is not None:
-                    log_episode(writer, summary, rounds_per_s)
-                report.update(count, summary, rounds_per_s)
-            if validation is not None and _crossed(before, trainer.episode, eval_interval):
-                evaluate_and_keep_best(trainer, *validation, writer, run_dir)
-            if run_dir is not None and (_crossed(before, trainer.episode, checkpoint_interval)
-                                        or trainer.episode == episodes):
-                writer.flush()  # every event up to the checkpoint is on disk before it: a resume misses none
-                save_checkpoint(Path(run_dir) / CHECKPOINT_NAME, trainer.checkpoint())
-    finally:
-        report.close()
-        if writer is not None:
-            writer.close()
-    return trainer, summaries
-
-
-def _start(env_config, vdn_config, episodes, seed, num_envs, run_dir, resume, schedule, init_from) -> Trainer:
-    """A new trainer, restored from ``run_dir``'s checkpoint or initialised from ``init_from`` (:func:`train_vdn`)."""
-    if not resume:
-        trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs, schedule)
-        if init_from is not None:
-            trainer.initialise_from(load_checkpoint(init_from))
-        return trainer
-    if run_dir is None or init_from is not None:
+    if resume and (run_dir is None or init_from is not None):
         raise ValueError("resume needs a run directory and takes the weights from its checkpoint, not init_from")
-    document = load_checkpoint(Path(run_dir) / CHECKPOINT_NAME)
-    trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs,
-                      schedule_episodes(document) if schedule is None else schedule)
-    trainer.restore(document)
-    return trainer
-
-
-def _crossed(before: int, after: int, interval: int) -> bool:
-    """Whether a multiple of ``interval`` lies in ``(before, after]``."""
-    return after // interval > before // interval
+    val_seeds = check_validation_seeds(val_seeds) if eval_interval else None
+    document = load_checkpoint(Path(run_dir) / CHECKPOINT_NAME) if resume else None
+    if document is not None and schedule_episodes is None:
+        schedule_episodes = _schedule_episodes(document)
+    start = load_checkpoint(init_from) if init_from is not None else None
+    trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs, schedule_episodes, ray_options)
+    try:
+        if document is not None:
+            trainer.restore(document)
+        elif start is not None:
+            trainer.initialise_from(start)
+        tensorboard = TensorBoardCallback(run_dir, trainer.steps if resume else None) if run_dir is not None else None
+        callbacks = [c for c in (tensorboard, ProgressCallback(progress)) if c is not None]
+        if val_seeds is not None:
+            callbacks.append(ValidationCallback(eval_interval, ClientSelectionEnv(env_config), val_seeds, run_dir,
+                                                tensorboard))
+        if run_dir is not None:
+            callbacks.append(CheckpointCallback(Path(run_dir) / CHECKPOINT_NAME, checkpoint_interval, tensorboard))
+        summaries = learn(trainer, callbacks)
+    finally:
+        trainer.close()
+    return trainer, summaries

@@ -4,7 +4,7 @@
   process against W Ray workers (one task per episode, :mod:`fedenv.distributed.episodes`), with a check
   that the records are identical.
 * Training: VDN FL rounds per second in one process (:class:`agents.trainer.Trainer`) against a learner
-  here and W rollout actors (:class:`agents.ray_training.RayTrainer`, asynchronous).
+  here and W rollout actors (:class:`agents.ray_training.AsyncRaySource`).
 
 Each ratio is printed against its bar (README, "Scaling out": evaluation at least 1.6x and training at least
 1.5x with 2 workers on a 2-core machine), with the threads of every process and the load average.
@@ -37,7 +37,6 @@ import ray
 import torch
 
 from agents.config import VDNConfig
-from agents.ray_training import RayTrainer
 from agents.trainer import Trainer
 from evaluate import FIRST_EVAL_SEED, build_policies, policy_names
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, FedAvgPolicy
@@ -128,11 +127,12 @@ def bench_training(config: EnvConfig, episodes: int, options: RayOptions) -> Non
     local = Trainer(config, vdn, episodes)  # builds the environment, untimed as the actors' are
     rounds, local_s = timed(play_to_the_end, local)
     local_rate = rounds / local_s
-    trainer = RayTrainer(config, vdn, episodes, seed=0, options=options)
+    trainer = Trainer(config, vdn, episodes, seed=0, ray_options=options)
     try:
-        threads = ray.get([worker.torch_threads.remote() for worker in trainer.workers])  # waits for the actors
+        threads = ray.get([worker.torch_threads.remote() for worker in trainer.source.workers])  # waits for the actors
         weights = {k: v.detach().cpu() for k, v in trainer.learner.q.state_dict().items()}
-        ray.get([worker.play.remote([0], weights) for worker in trainer.workers])  # warm-up, not the learner's
+        workers = trainer.source.workers
+        ray.get([worker.play.remote([0], weights, episodes) for worker in workers])  # warm-up, not the learner's
         rounds, remote_s = timed(play_to_the_end, trainer)
     finally:
         trainer.close()
@@ -140,7 +140,7 @@ def bench_training(config: EnvConfig, episodes: int, options: RayOptions) -> Non
     print(f"  one process {local_rate:.2f} FL rounds/s ({local_s:.1f} s), {len(threads)} rollout actors "
           f"(torch threads {threads}) {remote_rate:.2f} FL rounds/s ({remote_s:.1f} s): speed-up "
           f"{verdict(remote_rate / local_rate, TRAINING_BAR)}; the actors' own rates in their last call: "
-          f"{', '.join(f'{r:.2f}' for _, r in sorted(trainer.worker_rates.items()))} FL rounds/s", flush=True)
+          f"{', '.join(f'{r:.2f}' for _, r in sorted(trainer.source.worker_rates.items()))} FL rounds/s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
