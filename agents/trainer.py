@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -219,7 +220,7 @@ def _schedule_episodes(document: dict) -> int:
     return int(training.get("schedule_episodes", training["planned_episodes"]))
 
 
-def learn(trainer: Trainer, callbacks: list[Callback] = ()) -> list[EpisodeSummary]:
+def learn(trainer: Trainer, callbacks: Sequence[Callback] = ()) -> list[EpisodeSummary]:
     """Play and train until ``trainer`` has played its ``episodes`` (SB3's ``learn()``): each batch of
     episodes from the trainer's source (:meth:`Trainer.play_episodes`) goes to every callback in order,
     with the batch's FL rounds per second (wall clock). The callbacks' ends run even when training fails.
