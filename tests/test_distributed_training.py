@@ -90,7 +90,9 @@ def test_two_sync_runs_end_with_the_same_weights(reference):
     assert_same_weights(trainer.learner.q.state_dict(), weights)
     assert [s.team_return for s in again] == [s.team_return for s in summaries]
     assert steps == trainer.steps == EPISODES * ENV.num_rounds
-    assert [s.rounds_played for s in again] == [4, 8, 12, 16]
+    # the two actors' episodes are played side by side, round by round: episode 0's 4th round is the run's
+    # 7th step, episode 1's the 8th (then 15 and 16 for episodes 2 and 3)
+    assert [s.rounds_played for s in again] == [7, 8, 15, 16]
     assert any(s.td_losses for s in again)  # the learner trained (learning_starts = 4 rounds)
 
 
