@@ -39,7 +39,7 @@ from agents.policy import GreedyPolicy
 from agents.ray_training import ray_source
 from agents.replay import ReplayBuffer
 from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
-from agents.rollout import training_seed as training_seed  # re-exported: where a run's episode seeds are documented
+from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from agents.vdn import QNetwork, VDNLearner
 from fedenv.config import EnvConfig
