@@ -18,7 +18,8 @@ ray = pytest.importorskip("ray")
 import train_agents  # noqa: E402
 from agents.checkpoint import load_checkpoint  # noqa: E402
 from agents.config import VDNConfig  # noqa: E402
-from agents.rollout import play_rollouts  # noqa: E402
+from agents.ray_training import FederationWorker  # noqa: E402
+from agents.rollout import play_rollouts, training_seed  # noqa: E402
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn  # noqa: E402
 from agents.validation import BEST_NAME  # noqa: E402
 from agents.vdn import VDNLearner  # noqa: E402
@@ -82,6 +83,25 @@ def test_rollouts_replay_the_same_episode_from_the_weights_and_episode_index():
     # epsilon of episode e is the run's schedule at step e * num_rounds + round (last round: 3)
     schedule = [1.0 + min(1.0, (e * 4 + 3) / (0.5 * 40)) * (VDN.exploration_final_eps - 1.0) for e in (5, 2)]
     assert [r.summary.epsilon for r in first] == pytest.approx(schedule)
+
+
+def test_a_fresh_sync_actor_replays_the_joint_actions_to_the_same_federations():
+    seeds = [training_seed(0, 0), training_seed(0, 1)]
+    live = FederationWorker(ENV, 2)
+    live.advance(seeds, [[], []])
+    histories, rng = [[], []], np.random.default_rng(0)
+    for _ in range(3):  # three rounds, one call each, as the learner plays them
+        for history in histories:
+            history.append(rng.integers(0, 2, ENV.num_clients))
+        expected, _ = live.advance(seeds, [list(h) for h in histories])
+    replayed, _ = FederationWorker(ENV, 2).advance(seeds, histories)  # a restarted actor gets the whole call
+    assert sorted(replayed) == sorted(expected) == [0, 1]
+    for j in (0, 1):
+        (obs, rewards, terminations, truncations, infos), again = expected[j], replayed[j]
+        for agent in obs:
+            np.testing.assert_array_equal(again[0][agent]["observation"], obs[agent]["observation"])
+        assert (again[1], again[2], again[3]) == (rewards, terminations, truncations)
+        assert again[4][agent]["accuracy"] == infos[agent]["accuracy"]
 
 
 def test_two_sync_runs_end_with_the_same_weights(reference):
@@ -183,7 +203,7 @@ def test_sync_on_one_actor_validates_and_fine_tunes_as_a_local_run(cluster, tmp_
     for name, options in (("local", None), ("ray", ONE_WORKER)):
         run_dir = tmp_path / name
         trainer, _ = train_vdn(ENV, VDN, 2, seed=2, run_dir=run_dir, progress=False, eval_interval=1, val_seeds=[500],
-                               ray_options=options)
+                               num_envs=2, ray_options=options)  # the actor's two federations side by side
         best = load_checkpoint(run_dir / BEST_NAME)
         tuned, _ = train_vdn(ENV, VDN, 1, seed=4, progress=False, init_from=run_dir / CHECKPOINT_NAME,
                              ray_options=options)
