@@ -229,3 +229,17 @@ def test_train_agents_on_one_ray_actor_fine_tunes_to_the_local_weights(cluster, 
     local, remote = (load_checkpoint(tmp_path / name / CHECKPOINT_NAME) for name in ("local", "ray"))
     assert remote["episodes"] == local["episodes"] == 2
     assert_same_weights(remote["q_state"], local["q_state"])
+
+
+def test_an_asynchronous_run_extends_with_the_exploration_horizon_of_its_first_plan(cluster, tmp_path):
+    # the issue's failing case: a 2-episode run extended to 3 on one asynchronous actor
+    vdn = VDNConfig(learning_starts=4, batch_size=8, hidden=(8,), exploration_fraction=1.0)
+    options = RayOptions("local", num_workers=1)
+    train_vdn(ENV, vdn, 2, seed=1, run_dir=tmp_path, progress=False, ray_options=options)
+    trainer, more = train_vdn(ENV, vdn, 3, seed=1, run_dir=tmp_path, progress=False, resume=True,
+                              ray_options=options)
+    assert trainer.episode == 3 and len(more) == 1
+    # episode 2's last round is schedule step 2 * 4 + 3 = 11 of 2 * 4: annealed (over 3 episodes: 11 of 12,
+    # epsilon 1 - 11/12 * 0.95 = 0.129)
+    assert more[0].epsilon == pytest.approx(vdn.exploration_final_eps)
+    assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["training"]["schedule_episodes"] == 2
