@@ -93,3 +93,22 @@ def test_fedcm_chooses_from_every_online_client_without_probing_and_warns_when_r
         with pytest.warns(UserWarning, match="chooses among the env's 3 random candidates of 6 clients"):
             assert policy_config(base, make_policy(name), probing=True).clients_per_round == 3
     assert policy_config(base, make_policy("fedavg"), probing=False).clients_per_round == 3  # FedAvg samples
+
+
+def test_without_probing_fedcm_uploads_select_fraction_of_clients_per_round_however_large_its_pool(write_trace):
+    from fedenv.evaluation import evaluate_policies
+    from fedenv.registry import POLICIES
+
+    trace = write_trace([{"client": i, "device": "d", "train_ms_per_sample": 1.0, "upload_kbps": [1000.0],
+                          "download_kbps": [1000.0]} for i in range(8)])  # always online
+    base = EnvConfig(num_clients=8, clients_per_round=4, num_rounds=2, device="cpu", train_samples=1600,
+                     test_samples=100, trace=trace)
+    widened = [name for name in POLICIES if make_policy(name).selects_from_all_online]
+    assert widened
+    policies = [make_policy(name, select_fraction=0.5) for name in widened]
+    records = evaluate_policies(base, policies, [0], progress=False, probing=False)
+    for name in widened:
+        (record,) = records[name]
+        assert record.num_selected == [2, 2]  # round(0.5 * 4) of the 8 online clients it ranks, not 0.5 * 8
+        size_mb = 32 * (784 * 200 + 200 + 200 * 10 + 10) / 8 / 1e6  # the default MLP on 28x28 inputs, float32
+        assert record.comm_mb == pytest.approx([2 * size_mb] * 2)

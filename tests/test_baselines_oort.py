@@ -13,13 +13,14 @@ from fedenv.baselines import Oort, oort_utility
 from fedenv.baselines.oort import OortOptions, OortSelector
 from fedenv.baselines.oort.selector import pacer, preferred_duration, sampling_probabilities, system_penalty
 from fedenv.evaluation import run_episode
+from fedenv.evaluation.rollout import profile_duration_s
 
 
 def play(policy, sizes, durations_s, loss_sq, rounds, seed):
     """Run ``policy`` on hand-made infos (every client a candidate each round); the sorted picks per round."""
     agents = [f"client_{i}" for i in range(len(sizes))]
     infos = {a: {"data_size": n, "probe_loss_sq": q, "probe_latency_s": d / 2, "upload_latency_s": d / 2,
-                 "selected": False} for a, n, d, q in zip(agents, sizes, durations_s, loss_sq)}
+                 "selected": False, "dropped": False} for a, n, d, q in zip(agents, sizes, durations_s, loss_sq)}
     observations = {a: {"action_mask": np.array([1, 1], dtype=np.int8)} for a in agents}
     policy.reset(seed)
     picks = []
@@ -210,3 +211,78 @@ def test_oort_sees_the_loss_of_all_probing_samples_not_only_the_last_batch():
     expected = (reference.loss_sq_sum / reference.samples.to(reference.loss_sq_sum.device)).tolist()
     assert [infos[a]["probe_loss_sq"] for a in env.possible_agents] == pytest.approx(expected, rel=1e-5)
     assert len(fed.client_indices[0]) > 16  # more than one batch: the last batch alone would differ
+
+
+def hand_infos(loss_sq, latency_s=1.0, selected=(), dropped=()):
+    """Infos of three clients of 100 samples with the given mean squared losses."""
+    return {a: {"data_size": 100, "probe_loss_sq": q, "probe_latency_s": latency_s, "upload_latency_s": latency_s,
+                "selected": a in selected, "dropped": a in dropped} for a, q in zip(("a", "b", "c"), loss_sq)}
+
+
+@pytest.mark.parametrize("probing", [False, True])
+def test_feedback_is_the_utility_of_the_rounds_own_training_for_the_clients_that_trained(probing):
+    policy = Oort(select_fraction=1.0)
+    policy.reset(0)
+    policy.register_clients({}, probing=probing)
+    observations = {a: {"action_mask": np.array([1, 1], dtype=np.int8)} for a in "abc"}
+    before = hand_infos([1.0, 4.0, 9.0])  # what the clients reported before the round (last participation)
+    picked = sorted(policy.act(observations, before))
+    assert picked == ["a", "b", "c"]  # the first selection takes every registered client when they fit
+    # the round: a and b trained, c missed the deadline; the env now reports a's and b's losses of this
+    # round (without probing) or the next round's probing epoch (with probing)
+    after = hand_infos([16.0, 25.0, 36.0], selected=("a", "b", "c"), dropped=("c",))
+    policy.observe(after)
+    arms = policy.selector.arms
+    # with probing the round's own first epoch is the probing epoch seen when deciding; without, the one
+    # reported after the step: 100 * sqrt(loss_sq)
+    expected = {"a": 100.0, "b": 200.0} if probing else {"a": 400.0, "b": 500.0}
+    assert {a: arms[a].reward for a in ("a", "b")} == pytest.approx(expected)
+    assert [arms[a].time_stamp for a in ("a", "b")] == [1, 1] and [arms[a].count for a in "ab"] == [1, 1]
+    assert arms["c"].count == 0 and arms["c"].reward == 100  # the straggler fed nothing back: its size reward
+
+
+def test_oort_feedback_in_an_episode_without_probing_is_the_rounds_first_epoch():
+    policy = Oort(select_fraction=0.5)
+    env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=3, device="cpu", probing=False,
+                              train_samples=800, **policy.env_overrides)
+    observe, fed_back = policy.observe, []
+
+    def recording_observe(infos):
+        stale = {a: (arm.reward, arm.count) for a, arm in policy.selector.arms.items()}
+        observe(infos)
+        trained = [a for a, i in infos.items() if i["selected"] and not i["dropped"]]
+        fed_back.append(trained)
+        for agent in trained:
+            arm = policy.selector.arms[agent]
+            info = infos[agent]  # after the step: the first local epoch of the round just played
+            assert arm.reward == pytest.approx(info["data_size"] * math.sqrt(info["probe_loss_sq"]))
+            assert arm.count == stale[agent][1] + 1 and arm.time_stamp == policy.round
+            assert arm.reward != stale[agent][0]  # neither the size reward nor the previous participation's
+
+    policy.observe = recording_observe
+    run_episode(env, policy, seed=0)
+    assert [len(t) for t in fed_back] == [2, 2, 2]
+
+
+def test_a_never_seen_clients_duration_is_its_device_profile_estimate(write_trace):
+    # trace clients: ms per sample for the 1e6-MAC reference model, median upload and download kbit/s
+    profiles = [(2.0, (1000.0, 3000.0, 2000.0), (4000.0,)), (8.0, (500.0,), (1000.0, 9000.0, 1000.0)),
+                (4.0, (4000.0,), (8000.0,))]
+    trace = write_trace([{"client": i, "device": f"d{i}", "train_ms_per_sample": ms, "upload_kbps": list(up),
+                          "download_kbps": list(down)} for i, (ms, up, down) in enumerate(profiles)])
+    policy = Oort(select_fraction=0.5)
+    env = fedenv.parallel_env(num_clients=3, clients_per_round=3, num_rounds=1, device="cpu", probing=False,
+                              train_samples=3000, trace=trace, **policy.env_overrides)
+    observations, infos = env.reset(seed=0)
+    policy.reset(0)
+    policy.register_clients(profile_duration_s(env), probing=False)
+    policy.act(observations, infos)
+    sim = env.simulator
+    bits, macs, sizes = sim.model_bits, sim.model_macs, sim.clients.data_size
+    median_kbps = {0: (2000.0, 4000.0), 1: (500.0, 1000.0), 2: (4000.0, 8000.0)}  # (upload, download) by hand
+    for i, agent in enumerate(env.possible_agents):
+        t = int(sim.replay.assignment[i])
+        up, down = median_kbps[t]
+        by_hand = bits / (down * 1e3) + profiles[t][0] * macs / 1e6 * sizes[i] / 1e3 + bits / (up * 1e3)
+        assert infos[agent]["probe_latency_s"] == 0  # never seen
+        assert policy.selector.arms[agent].duration_s == pytest.approx(by_hand, rel=1e-12)

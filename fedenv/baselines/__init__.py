@@ -9,6 +9,7 @@ from fedenv.baselines.base import (
     Policy,
     candidates,
     check_select_fraction,
+    expected_duration_s,
     predicted_duration_s,
     select_count,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "SelectAll",
     "candidates",
     "check_select_fraction",
+    "expected_duration_s",
     "make_policy",
     "oort_utility",
     "options_for",

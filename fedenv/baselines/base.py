@@ -85,6 +85,19 @@ class Policy(ABC):
     def observe(self, infos: Mapping[str, Mapping[str, Any]]) -> None:  # noqa: B027 - optional no-op hook
         """Feedback after each step (the step's infos); fixed policies ignore it."""
 
+    def configure(self, clients_per_round: int) -> None:  # noqa: B027 - optional no-op hook
+        """Called by the runners (:func:`fedenv.evaluation.evaluate_policies` and its Ray version) before
+        the policy's episodes with the comparison's ``clients_per_round`` (that of the configuration given,
+        before a ``selects_from_all_online`` policy's pool is widened to every online client): such a policy
+        sizes its selection from it, so that a larger pool does not buy it more uploads."""
+
+    def register_clients(self, profile_duration_s: Mapping[str, float], probing: bool) -> None:  # noqa: B027
+        """Called by the runner (:func:`fedenv.evaluation.run_episode`) after :meth:`reset`, before the
+        first round, with what the server knows before any client has reported: each agent's round time
+        estimated from its device profile (s, :func:`fedenv.evaluation.rollout.profile_duration_s`; FedScale's
+        client manager registers every client so) and whether the episode's candidates probe before the
+        decision (``EnvConfig.probing``). Fixed policies that use neither ignore it."""
+
 
 def candidates(observations: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
     """Agents whose action mask allows action 1 this round."""
@@ -109,6 +122,26 @@ def select_count(num_candidates: int, fraction: float) -> int:
 
 def predicted_duration_s(info: Mapping[str, Any]) -> float:
     """A client's expected round time in seconds from what the server has seen: its latest probing
-    latency plus its latest upload latency (the probing latency again before its first upload)."""
+    latency plus its latest upload latency (the probing latency again before its first upload); 0 for
+    a client that has reported nothing (see :func:`expected_duration_s`)."""
     upload = info["upload_latency_s"] if info["upload_latency_s"] > 0 else info["probe_latency_s"]
     return info["probe_latency_s"] + upload
+
+
+def expected_duration_s(agent: str, info: Mapping[str, Any], profile_duration_s: Mapping[str, float]) -> float:
+    """A client's expected round time, s: :func:`predicted_duration_s` once it has reported a probing
+    latency, else (never seen) its device-profile estimate ``profile_duration_s[agent]`` (FedScale's client
+    manager registers every client with such an estimate, ``registerDuration``; see
+    :meth:`fedenv.traces.TraceReplay.profile_round_s`). The estimate covers what a report covers: the
+    model's download, one local epoch and the upload.
+
+    Raises:
+        ValueError: a never-seen client without a profile estimate (the runner,
+            :func:`fedenv.evaluation.run_episode`, gives them through :meth:`Policy.register_clients`).
+    """
+    if info["probe_latency_s"] > 0:
+        return predicted_duration_s(info)
+    if agent not in profile_duration_s:
+        raise ValueError(f"{agent} has reported no latency and has no device-profile estimate: call the policy's "
+                         "register_clients(profile_duration_s, probing) after reset (run_episode does)")
+    return float(profile_duration_s[agent])

@@ -19,6 +19,13 @@ class BanditPolicy(Policy):
     After the round, every selected client k gets reward ``r_k = 1[k in S_opt]`` from FedCA's
     combinatorial averaging (the env's ``kept`` info).
 
+    However many clients it ranks, it selects ``m = select_count(clients_per_round, select_fraction)`` of
+    them, with ``clients_per_round`` the comparison's (given by the runner, :meth:`configure`) rather than
+    the size of the pool: without probing the runner offers it every online client
+    (``selects_from_all_online``), and a budget growing with that pool would buy it more uploads than the
+    policies it is compared with (our choice, so that the comparison is at an equal budget). Before
+    :meth:`configure` is called, ``m`` follows the number of candidates, as for the other policies.
+
     Raises:
         ValueError: ``select_fraction`` outside (0, 1].
     """
@@ -28,7 +35,13 @@ class BanditPolicy(Policy):
 
     def __init__(self, select_fraction: float = DEFAULT_SELECT_FRACTION):
         self.select_fraction = check_select_fraction(select_fraction)
+        self.clients_per_round: int | None = None
         self.reset(0)
+
+    def configure(self, clients_per_round):
+        if clients_per_round < 1:
+            raise ValueError(f"clients_per_round={clients_per_round} must be >= 1")
+        self.clients_per_round = int(clients_per_round)
 
     def reset(self, seed):
         self.rng = np.random.default_rng([seed, 11])
@@ -53,7 +66,8 @@ class BanditPolicy(Policy):
         scores = {agent: self.index(agent) for agent in chosen}
         shuffled = [chosen[i] for i in self.rng.permutation(len(chosen))]
         ranked = sorted(shuffled, key=lambda a: -scores[a])  # stable sort: ties stay in random order
-        return {agent: 1 for agent in ranked[: select_count(len(chosen), self.select_fraction)]}
+        budget = len(chosen) if self.clients_per_round is None else min(self.clients_per_round, len(chosen))
+        return {agent: 1 for agent in ranked[: select_count(budget, self.select_fraction)]}
 
     def observe(self, infos):
         for agent, info in infos.items():

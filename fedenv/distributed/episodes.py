@@ -68,6 +68,8 @@ def evaluate_policies_on_ray(env_config: EnvConfig, policies: list[Policy], seed
     checkpoints = checkpoints or [None] * len(policies)
     if len(checkpoints) != len(policies):
         raise ValueError(f"{len(checkpoints)} checkpoints for {len(policies)} policies; give one per policy")
+    for policy in policies:
+        policy.configure(env_config.clients_per_round)
     jobs = [(policy_config(env_config, policy, probing), policy, seed, checkpoint)
             for policy, checkpoint in zip(policies, checkpoints) for seed in seeds]
     records: dict[str, list[EpisodeRecord]] = {}

@@ -27,7 +27,8 @@ def evaluate_policies(
     probing: bool | None = None, checkpoints: list[str | None] | None = None,
 ) -> dict[str, list[EpisodeRecord]]:
     """Run every policy on every seed, each in the env its ``env_overrides`` ask for and in its probing
-    mode (:func:`policy_config`).
+    mode (:func:`policy_config`), told ``env_config.clients_per_round`` first (:meth:`Policy.configure`:
+    FedCM sizes its selection by it however large the pool it ranks).
 
     Args:
         probing: None runs each policy in its own mode (``Policy.probes``); True or False runs every
@@ -49,6 +50,7 @@ def evaluate_policies(
     bar = progress_bar(len(policies) * len(seeds), "evaluate", "episode", enabled=progress)
     for policy, checkpoint in zip(policies, checkpoints):
         config = policy_config(env_config, policy, probing)
+        policy.configure(env_config.clients_per_round)
         key = config.to_json()
         if key not in envs:
             envs[key] = ClientSelectionEnv(config)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from fedenv.baselines.base import Policy
 from fedenv.env import ClientSelectionEnv
+from fedenv.simulator import samples_per_epoch
 
 
 @dataclass
@@ -63,9 +66,11 @@ class EpisodeRecord:
 
 def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: str | None = None) -> EpisodeRecord:
     """Run ``policy`` (loaded from ``checkpoint``, if any) in ``env`` for one episode started with
-    ``reset(seed=seed)``."""
+    ``reset(seed=seed)``; after ``policy.reset(seed)`` the policy is given the clients' device-profile
+    estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`)."""
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
+    policy.register_clients(profile_duration_s(env), env.config.probing)
     first = infos[env.possible_agents[0]]
     record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]],
                            probing=env.config.probing, checkpoint=checkpoint)
@@ -81,3 +86,17 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: 
         record.reward.append(rewards[env.possible_agents[0]])
         record.num_selected.append(sum(int(i["selected"]) for i in infos.values()))
     return record
+
+
+def profile_duration_s(env: ClientSelectionEnv) -> dict[str, float]:
+    """``agent -> `` each client's round time estimated from its device profile in the trace, s, for the
+    episode ``env`` was last reset to (the episode assigns the trace clients): the download, one local
+    epoch of its data (:func:`fedenv.simulator.samples_per_epoch`) and the upload, at its median bandwidth
+    and device speed (:meth:`fedenv.traces.TraceReplay.profile_round_s`, as FedScale's client manager
+    estimates a client's duration before it has taken part). These are the terms a client's reports
+    cover (probing latency: download and first epoch; upload latency), so that an estimate ranks against
+    reported latencies like for like (:func:`fedenv.baselines.base.expected_duration_s`)."""
+    sim = env.simulator
+    samples = samples_per_epoch(sim.clients.data_size, env.config.batch_size, sim.federation.drop_last)
+    seconds = sim.replay.profile_round_s(np.asarray(samples))
+    return {agent: float(s) for agent, s in zip(env.possible_agents, seconds)}

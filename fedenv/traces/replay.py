@@ -159,6 +159,31 @@ class TraceReplay:
         _check_finite(seconds, lambda i: f"link {i} ({float(kbps.reshape(-1)[i])!r} kbit/s)", "transfer time")
         return seconds
 
+    def profile_round_s(self, samples: np.ndarray) -> np.ndarray:
+        """Each client's round time estimated from its device profile alone, s, float64 ``(K,)``: one model
+        download and one upload at the client's median bandwidth plus ``samples`` samples trained at its
+        device's speed (compute factor 1), the terms of the module docstring. It is what FedScale's client
+        manager registers for a client before it has taken part (SymbioticLab/FedScale
+        ``fedscale/cloud/client_manager.py`` ``registerDuration`` @ 0f1a07ea860dc5fe38c13ff8e51329da1e686809
+        and ``fedscale/cloud/internal/client_metadata.py`` ``getCompletionTime`` @
+        27d7cd3d81ffcbcfe8716758aa8d67f0b11a982c: computation from the device's speed plus
+        ``(upload_size + download_size) / bandwidth``; FedScale's factor 3 for the backward pass is inside
+        the trace's training time per sample already).
+
+        Args:
+            samples: ``(K,)`` samples each client trains (e.g. one local epoch of its data).
+
+        Raises:
+            ValueError: ``samples`` not of shape ``(K,)``.
+        """
+        samples = np.asarray(samples, dtype=np.float64)
+        if samples.shape != self.ms_per_sample.shape:
+            raise ValueError(f"samples has shape {samples.shape}; one count per client, {self.ms_per_sample.shape}")
+        upload_kbps = np.array([np.median(u) for u in self._upload])
+        download_kbps = np.array([np.median(d) for d in self._download])
+        return (self.transfer_s(download_kbps) + self.ms_per_sample * samples / 1000.0
+                + self.transfer_s(upload_kbps))
+
     def online(self, clock_s: float) -> np.ndarray:
         """``(K,)`` bool: who is online at simulated time ``clock_s`` (s since the episode started)."""
         return np.array([a.is_online(self.start_time_s + clock_s) for a in self._availability])

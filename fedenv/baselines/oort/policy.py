@@ -13,7 +13,7 @@ from fedenv.baselines.base import (
     Policy,
     candidates,
     check_select_fraction,
-    predicted_duration_s,
+    expected_duration_s,
     select_count,
 )
 from fedenv.baselines.oort.options import OortOptions
@@ -44,11 +44,16 @@ class Oort(Policy):
     normalised, clipped utility plus staleness, times the ``(T / duration) ** round_penalty`` penalty with
     the pacer's preferred duration T, and exploring unexplored clients ranked by data size.
 
-    A client is registered the first time it is a candidate, with its data size and its predicted round
-    time (:func:`~fedenv.baselines.base.predicted_duration_s`: latest probing plus upload latency, s),
-    which is refreshed every round it is a candidate. Its feedback after a round it was selected in is
-    :func:`oort_utility` of that round's probing epoch, its latest predicted round time and the round.
-    Draws use one ``numpy.random.Generator`` seeded with the episode seed in :meth:`reset`.
+    A client is registered the first time it is a candidate, with its data size and its expected round
+    time (:func:`~fedenv.baselines.base.expected_duration_s`: latest probing plus upload latency, s, or,
+    for a client that has reported nothing, its device-profile estimate, as FedScale's client manager
+    registers it), which is refreshed every round it is a candidate. After a round, every client that
+    trained in it (selected and not dropped by the deadline: FedScale's stragglers report nothing) feeds
+    back :func:`oort_utility` of that round's own training (as FedScale's client computes its utility over
+    the samples it has just trained on): the loss of the round's first local epoch, which is the probing
+    epoch the policy saw before deciding when the env probes, and the epoch the env reports after the step
+    without probing (:meth:`register_clients` says which), with its expected round time then and the
+    round. Draws use one ``numpy.random.Generator`` seeded with the episode seed in :meth:`reset`.
 
     Options (FedScale's defaults, ``fedscale/cloud/config_parser.py`` @ 0f1a07ea860dc5fe38c13ff8e51329da1e686809;
     see :class:`~fedenv.baselines.oort.options.OortOptions`): ``exploration`` (FedScale's
@@ -92,24 +97,37 @@ class Oort(Policy):
         self.reset(0)
 
     def reset(self, seed: int) -> None:
-        """A fresh selector whose draws follow ``seed``."""
+        """A fresh selector whose draws follow ``seed``; no profile estimates until :meth:`register_clients`."""
         self.selector = OortSelector(np.random.default_rng(seed), self.options)
         self.round = 0
-        self.pending: dict[str, float] = {}
+        self.probing = False
+        self.profile_duration_s: dict[str, float] = {}
+        self.pending: dict[str, float | None] = {}  # picked agent -> its utility when known at decision time
+
+    def register_clients(self, profile_duration_s: Mapping[str, float], probing: bool) -> None:
+        """The episode's device-profile estimates (s) and whether its candidates probe before the decision."""
+        self.profile_duration_s, self.probing = dict(profile_duration_s), bool(probing)
 
     def act(self, observations, infos):
         self.round += 1
         chosen = candidates(observations)
         for agent in chosen:
-            duration_s = predicted_duration_s(infos[agent])
+            duration_s = expected_duration_s(agent, infos[agent], self.profile_duration_s)
             self.selector.register(agent, infos[agent]["data_size"], duration_s)
             self.selector.update_duration(agent, duration_s)
         picked = self.selector.select(self.round, chosen, select_count(len(chosen), self.select_fraction))
-        self.pending = {a: oort_utility(infos[a]["data_size"], infos[a]["probe_loss_sq"]) for a in picked}
+        self.pending = {a: self._utility(infos[a]) for a in picked} if self.probing else dict.fromkeys(picked)
         return {agent: 1 for agent in picked}
 
     def observe(self, infos: Mapping[str, Mapping[str, Any]]) -> None:
         for agent, utility in self.pending.items():
-            if infos[agent]["selected"]:
-                self.selector.update(agent, utility, predicted_duration_s(infos[agent]), self.round)
+            info = infos[agent]
+            if info["selected"] and not info["dropped"]:
+                fresh = utility if self.probing else self._utility(info)
+                self.selector.update(agent, fresh, expected_duration_s(agent, info, self.profile_duration_s),
+                                     self.round)
         self.pending = {}
+
+    @staticmethod
+    def _utility(info: Mapping[str, Any]) -> float:
+        return oort_utility(info["data_size"], info["probe_loss_sq"])
