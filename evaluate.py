@@ -1,16 +1,24 @@
 """Evaluate policies on identical held-out seeds: table, results.csv, results.json and plots.
 
-    python evaluate.py --checkpoint runs/<run>/checkpoint.pt --episodes 5 --out results/
+    python evaluate.py --checkpoint runs/<run>/checkpoint.pt --out results/
     python evaluate.py --checkpoint 'runs/seed*/checkpoint.pt' --policies all   # vdn over training runs
+    python evaluate.py --checkpoint runs/seed0/checkpoint.pt runs/seed1/checkpoint.pt --policies all
     python evaluate.py --checkpoint runs/<run>/checkpoint.pt --num-clients 40    # transfer
     python evaluate.py --policies fedavg,random --episodes 3 --num-clients 20
 
-Seeds are 1000 .. 1000 + episodes - 1 unless ``--seeds`` is given; every policy runs the same seeds.
-With ``--checkpoint`` the environment is rebuilt from the checkpoint's config (flags override it) and
-policy ``vdn`` is available. Several checkpoints (paths or quoted glob patterns, e.g. one per training
-seed) must come from the same environment; ``vdn`` is then reported over training runs as well as over
-evaluation seeds. The fields a flag changes from the training environment are printed above the table
-and written to results.json (``transfer``: ``trained_on`` / ``evaluated_on``).
+Seeds are 1000 .. 1000 + episodes - 1 (10 episodes by default) unless ``--seeds`` is given; every
+policy runs the same seeds. With ``--checkpoint`` the environment is rebuilt from the checkpoint's
+config (flags override it) and policy ``vdn`` is available. Several checkpoints (paths or quoted glob
+patterns, e.g. one per training seed) must come from the same environment; ``vdn`` is then one row,
+pooled over its training runs and the evaluation seeds. The fields a flag changes from the training
+environment are printed above the table and written to results.json (``transfer``: ``trained_on`` /
+``evaluated_on``).
+
+Under the table, every policy's paired difference (policy minus reference on the same seeds) of the team
+return and of the final accuracy is printed against FedAvg and against the best fixed policy by mean
+team return, with a 95 % bootstrap confidence interval over the evaluation seeds (and over training runs
+for ``vdn`` from several checkpoints; :mod:`fedenv.evaluation.paired`), labelled "better", "level" or
+"worse" from the interval alone; results.csv and results.json hold the same intervals.
 
 Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
 results.csv): a learned policy in the mode it was trained in (FedMarl's probing by default: every
@@ -37,6 +45,10 @@ from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
 FIRST_EVAL_SEED = 1000
+DEFAULT_EPISODES = 10
+"""Held-out evaluation seeds per policy by default: at least 10, so that the paired bootstrap intervals
+(:mod:`fedenv.evaluation.paired`) rest on enough seeds (Agarwal et al., NeurIPS 2021, on few-run
+evaluations)."""
 PROBING_MODES = {"policy": None, "on": True, "off": False}
 """``--probing`` values: None runs each policy in its own mode (``Policy.probes``)."""
 
@@ -47,8 +59,8 @@ def build_parser() -> FlagParser:
     parser.add_argument("--checkpoint", nargs="+", default=None, metavar="PATH",
                         help="checkpoint.pt written by train_agents.py: adds policy vdn (its greedy policy) and "
                              "rebuilds the environment from the checkpoint's config (flags override it); several "
-                             "paths or glob patterns (runs of the same environment, e.g. training seeds) report "
-                             "vdn over runs too")
+                             "paths or glob patterns (runs of the same environment, e.g. training seeds) make "
+                             "one vdn row pooled over the runs, its confidence intervals resampling runs too")
     parser.add_argument("--sb3", default=None, metavar="DIR",
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
@@ -58,9 +70,10 @@ def build_parser() -> FlagParser:
     parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
                         help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
                              "each round (default: %(default)s, FedCM's 8 of 20 clients)")
-    parser.add_argument("--episodes", type=int, default=5, metavar="N",
+    parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES, metavar="N",
                         help=f"episodes per policy, on env seeds {FIRST_EVAL_SEED} .. {FIRST_EVAL_SEED} + N - 1 "
-                             "(default: %(default)s)")
+                             "(default: %(default)s; the paired confidence intervals need >= 2, and are wide "
+                             "with few)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED",
                         help="explicit env seeds, the same for every policy (overrides --episodes)")
     parser.add_argument("--out", default=None, metavar="DIR",

@@ -1,16 +1,18 @@
 """Evaluate policies: run episodes, compute metrics, tabulate, write CSV/JSON and plots.
 
 :func:`compare` (and :func:`evaluate_policies`) run every policy on the same seeds; :func:`run_episode`
-runs one episode into an :class:`EpisodeRecord`.
+runs one episode into an :class:`EpisodeRecord`; :mod:`fedenv.evaluation.paired` gives each policy's paired
+difference to the references (FedAvg, the best fixed policy) with bootstrap confidence intervals.
 """
 
 from fedenv.evaluation.compare import compare, evaluate_policies, policy_config
 from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, summarise_by_checkpoint
+from fedenv.evaluation.paired import compare_to_references, paired_differences, paired_interval, reference_policies
 from fedenv.evaluation.plots import pareto_front, plot_results
 from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import json_safe, write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
-from fedenv.evaluation.tables import format_table
+from fedenv.evaluation.tables import format_paired_table, format_table
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences, describe_transfer, shared_training_config
 
 __all__ = [
@@ -18,16 +20,21 @@ __all__ = [
     "METRICS",
     "EpisodeRecord",
     "compare",
+    "compare_to_references",
     "config_differences",
     "describe_transfer",
     "evaluate_policies",
+    "format_paired_table",
     "format_table",
     "json_safe",
+    "paired_differences",
+    "paired_interval",
     "pareto_front",
     "per_episode_metrics",
     "plot_results",
     "policy_config",
     "progress_bar",
+    "reference_policies",
     "run_episode",
     "shared_training_config",
     "summarise",

@@ -15,10 +15,11 @@ from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation.metrics import per_episode_metrics, summarise
+from fedenv.evaluation.paired import compare_to_references
 from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
-from fedenv.evaluation.tables import format_table
+from fedenv.evaluation.tables import format_paired_table, format_table
 from fedenv.evaluation.transfer import describe_transfer
 
 
@@ -90,7 +91,10 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
     """Evaluate ``policies`` on ``seeds`` (each in its probing mode unless ``probing`` is True or False;
     ``checkpoints`` as in :func:`evaluate_policies`), print the summary table (after ``title`` and, for a
     learned policy evaluated elsewhere than it was trained, the ``transfer`` line of
-    :func:`~fedenv.evaluation.transfer.describe_transfer`) and, with ``out_dir``, write the result files
+    :func:`~fedenv.evaluation.transfer.describe_transfer`), then every policy's paired difference to FedAvg
+    and to the best fixed policy with its 95 % bootstrap interval
+    (:func:`~fedenv.evaluation.paired.compare_to_references`, :func:`~fedenv.evaluation.tables.format_paired_table`)
+    and, with ``out_dir``, write the result files
     (:func:`~fedenv.evaluation.results.write_results`). ``evaluate`` runs the episodes: a function with
     the arguments of :func:`evaluate_policies` (e.g. its Ray version,
     :func:`fedenv.distributed.episodes.evaluate_policies_on_ray` with its options bound). Returns the
@@ -99,8 +103,13 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
     print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
     if transfer is not None:
         print(f"transfer: {describe_transfer(transfer)}")
-    print(format_table(summarise(per_episode_metrics(records))))
+    per_episode = per_episode_metrics(records)
+    print(format_table(summarise(per_episode)))
+    paired = compare_to_references(per_episode)
+    if paired[1]:
+        print()
+        print(format_paired_table(paired[1]))
     if out_dir is not None:
-        paths = write_results(out_dir, records, env_config, transfer)
+        paths = write_results(out_dir, records, env_config, transfer, paired)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return records

@@ -42,3 +42,45 @@ def format_table(rows: list[dict]) -> str:
             table.append(f"{row['policy']}: {row['checkpoints']} checkpoints (training runs); +- is the std over "
                          "evaluation seeds of the mean over runs, 'runs +-' the std over runs of each run's mean")
     return "\n".join(table)
+
+
+PAIRED_HEADERS = {"team_return": "team return", "final_accuracy": "final acc"}
+"""Column title of each metric of :data:`~fedenv.evaluation.paired.COMPARED_METRICS` in the paired table."""
+
+
+def _paired_cell(row: dict) -> str:
+    fmt = FORMATS[row["metric"]].replace("{:", "{:+")
+    interval = ("no interval (fewer than 2 seeds)" if math.isnan(row["ci_low"])
+                else f"[{fmt.format(row['ci_low'])}, {fmt.format(row['ci_high'])}] {row['label']}")
+    return f"{fmt.format(row['difference'])} {interval}"
+
+
+def format_paired_table(rows: list[dict]) -> str:
+    """Fixed-width text tables of :func:`~fedenv.evaluation.paired.paired_differences` rows, one per
+    reference: each policy's mean difference to the reference on the same seeds with its confidence
+    interval and the label read from it ("better": the interval lies above 0, "level": it contains 0,
+    "worse": below 0). Empty without rows."""
+    blocks = []
+    for role in dict.fromkeys(r["role"] for r in rows):
+        chosen = [r for r in rows if r["role"] == role]
+        first = chosen[0]
+        runs = {r["policy"]: r["runs"] for r in chosen if r["runs"] > 1}
+        over = f"{first['seeds']} evaluation seeds" + (
+            " and training runs (" + ", ".join(f"{p}: {n} runs" for p, n in runs.items()) + ")" if runs else "")
+        what = "FedAvg" if role == "fedavg" else "the best fixed policy by mean team return"
+        title = (f"paired difference to {first['reference']} ({what}): policy minus reference on the same seeds, "
+                 f"{first['confidence_level']:.0%} CI, bootstrap over {over}")
+        metrics = list(dict.fromkeys(r["metric"] for r in chosen))
+        cells: dict[str, dict[str, str]] = {}
+        for r in chosen:
+            cells.setdefault(r["policy"], {})[r["metric"]] = _paired_cell(r)
+        headers = ["policy", *(PAIRED_HEADERS.get(m, m) for m in metrics)]
+        lines = [[policy, *(by_metric.get(m, "") for m in metrics)] for policy, by_metric in cells.items()]
+        widths = [max(len(str(x)) for x in column) for column in zip(headers, *lines)]
+
+        def render(row, widths=widths):
+            return "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
+
+        blocks.append("\n".join([title, render(headers), render(["-" * w for w in widths]),
+                                  *(render(line) for line in lines)]))
+    return "\n\n".join(blocks)
