@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import evaluate
@@ -62,3 +63,36 @@ def test_checkpoints_of_different_environments_are_a_usage_error(runs, tmp_path,
     with pytest.raises(SystemExit):
         evaluate.main(["--checkpoint", str(tmp_path / "none*.pt")])
     assert "matches no file" in capsys.readouterr().err
+
+
+def test_evaluate_prints_and_writes_the_paired_intervals_of_the_pooled_runs(runs, tmp_path, capsys):
+    import csv
+
+    assert evaluate.main(["--checkpoint", *runs, "--policies", "fedavg,random,vdn", "--seeds", "3", "4", "5",
+                          "--no-progress", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "paired difference to fedavg (FedAvg)" in printed and "vdn: 2 runs" in printed
+    document = json.loads((tmp_path / "results.json").read_text())
+    references = document["references"]
+    assert references["fedavg"] == "fedavg" and references["best_fixed"] in ("fedavg", "random")
+    rows = {(r["role"], r["policy"], r["metric"]): r for r in document["paired_differences"]}
+    vdn = rows[("fedavg", "vdn", "team_return")]
+    assert (vdn["seeds"], vdn["runs"], vdn["confidence_level"]) == (3, 2, 0.95)
+    with open(tmp_path / "results.csv") as handle:
+        table = list(csv.DictReader(handle))
+    fedavg = {row["seed"]: float(row["team_return"]) for row in table if row["policy"] == "fedavg"}
+    learned = [row for row in table if row["policy"] == "vdn"]
+    for row in learned:  # each episode's own difference to FedAvg on its seed, and the policy's interval
+        assert float(row["team_return_minus_fedavg"]) == pytest.approx(float(row["team_return"]) - fedavg[row["seed"]])
+        assert float(row["team_return_minus_fedavg_ci_low"]) == pytest.approx(vdn["ci_low"])
+        assert float(row["team_return_minus_fedavg_ci_high"]) == pytest.approx(vdn["ci_high"])
+        assert row["team_return_minus_fedavg_label"] == vdn["label"]
+    assert vdn["difference"] == pytest.approx(np.mean([float(r["team_return_minus_fedavg"]) for r in learned]))
+    low, high = vdn["ci_low"], vdn["ci_high"]
+    assert vdn["label"] == ("better" if low > 0 else "worse" if high < 0 else "level")
+    assert f"{vdn['difference']:+.4f} [{low:+.4f}, {high:+.4f}] {vdn['label']}" in printed
+    assert all(row["team_return_minus_fedavg"] == "" for row in table if row["policy"] == "fedavg")
+
+
+def test_evaluate_defaults_to_at_least_ten_held_out_seeds():
+    assert evaluate.build_parser().parse_args([]).episodes >= 10

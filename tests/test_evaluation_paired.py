@@ -1,0 +1,100 @@
+"""Paired differences to a reference with bootstrap intervals (fedenv.evaluation.paired) on hand-made data."""
+
+import math
+
+import numpy as np
+import pytest
+
+from fedenv.evaluation.paired import (
+    compare_to_references,
+    interval_label,
+    paired_differences,
+    paired_interval,
+    reference_policies,
+)
+from fedenv.evaluation.tables import format_paired_table
+
+
+def episodes(returns, accuracies=None, checkpoint=None, seeds=None):
+    seeds = seeds or list(range(len(returns)))
+    accuracies = accuracies or [0.5] * len(returns)
+    return [{"seed": s, "checkpoint": checkpoint, "team_return": r, "final_accuracy": a}
+            for s, r, a in zip(seeds, returns, accuracies)]
+
+
+def test_a_constant_difference_has_a_zero_width_interval_at_that_value_however_much_the_seeds_differ():
+    reference = np.array([0.0, 10.0, 20.0, 30.0, -5.0])  # the seeds differ far more than the policies
+    difference, low, high = paired_interval(reference + 0.25, reference)
+    assert difference == pytest.approx(0.25)
+    assert low == pytest.approx(0.25, abs=1e-12) and high == pytest.approx(0.25, abs=1e-12)  # pairs kept
+    assert interval_label(low, high) == "better"
+
+
+def test_unpaired_seeds_would_be_wide_so_the_pairs_must_be_resampled_together():
+    # the same values with the reference's seeds shuffled: the per-seed differences now vary widely
+    reference = np.array([0.0, 10.0, 20.0, 30.0, -5.0])
+    _, low, high = paired_interval(reference + 0.25, reference[[1, 2, 3, 4, 0]])
+    assert high - low > 10
+
+
+@pytest.mark.parametrize("differences,label", [([0.5, 1.0, 1.5, 2.0], "better"), ([-0.5, -1.0, -0.2, -3.0], "worse"),
+                                               ([-1.0, 1.0, -1.0, 1.0], "level")])
+def test_the_label_is_read_from_the_interval(differences, label):
+    reference = np.array([1.0, 2.0, 3.0, 4.0])
+    difference, low, high = paired_interval(reference + differences, reference)
+    assert difference == pytest.approx(np.mean(differences))
+    assert min(differences) <= low <= difference <= high <= max(differences)  # a mean of resampled pairs
+    assert interval_label(low, high) == label
+
+
+def test_training_runs_are_resampled_as_whole_runs():
+    # two runs, constant over seeds: 0 and 2 above the reference; resampling the 2 runs gives a mean
+    # of 0 (1/4), 1 (1/2) or 2 (1/4), so the 95 % percentile interval is [0, 2]: level, not "better"
+    values = np.array([[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]) + np.array([3.0, 7.0, 1.0])
+    difference, low, high = paired_interval(values, np.array([3.0, 7.0, 1.0]))
+    assert (difference, low, high) == pytest.approx((1.0, 0.0, 2.0))
+    assert interval_label(low, high) == "level"
+
+
+def test_the_bootstrap_is_seeded():
+    rng = np.random.default_rng(5)
+    values, reference = rng.normal(0.1, 1.0, (3, 8)), rng.normal(0.0, 1.0, 8)
+    assert paired_interval(values, reference, seed=1) == paired_interval(values, reference, seed=1)
+    assert paired_interval(values, reference, seed=1) != paired_interval(values, reference, seed=2)
+
+
+def test_fewer_than_two_seeds_give_no_interval_and_no_label():
+    difference, low, high = paired_interval(np.array([2.0]), np.array([1.0]))
+    assert difference == 1.0 and math.isnan(low) and math.isnan(high) and interval_label(low, high) is None
+
+
+def test_shapes_that_do_not_pair_are_refused():
+    with pytest.raises(ValueError, match=r"values of shape \(1, 3\) and reference of shape \(2,\) do not pair"):
+        paired_interval(np.zeros(3), np.zeros(2))
+
+
+def test_references_are_fedavg_and_the_fixed_policy_of_highest_mean_return():
+    per_episode = {"fedavg": episodes([0.1, 0.2]), "oort": episodes([0.5, 0.4]), "random": episodes([0.3, 0.3]),
+                   "vdn": episodes([0.9, 0.9], checkpoint="run0")}
+    assert reference_policies(per_episode, ["fedavg", "oort", "random"]) == {"fedavg": "fedavg", "best_fixed": "oort"}
+    assert compare_to_references(per_episode)[0] == {"fedavg": "fedavg", "best_fixed": "oort"}  # vdn is learned
+
+
+def test_paired_differences_pool_a_learned_policys_runs_and_keep_its_seeds_paired():
+    per_episode = {"fedavg": episodes([1.0, 5.0, 9.0]),
+                   "vdn": episodes([2.0, 6.0, 10.0], checkpoint="run0") + episodes([3.0, 7.0, 11.0], checkpoint="run1")}
+    rows = paired_differences(per_episode, {"fedavg": "fedavg"}, metrics=("team_return",))
+    (row,) = rows
+    # per seed the runs are 1 and 2 above FedAvg: mean 1.5; resampling runs gives 1, 1.5 or 2
+    assert (row["policy"], row["reference"], row["runs"], row["seeds"]) == ("vdn", "fedavg", 2, 3)
+    assert (row["difference"], row["ci_low"], row["ci_high"]) == pytest.approx((1.5, 1.0, 2.0))
+    assert row["label"] == "better"
+    table = format_paired_table(rows)
+    assert "paired difference to fedavg (FedAvg)" in table and "vdn: 2 runs" in table
+    assert "+1.5000 [+1.0000, +2.0000] better" in table
+
+
+def test_a_policy_on_other_seeds_than_the_reference_is_refused():
+    per_episode = {"fedavg": episodes([1.0, 2.0]), "random": episodes([1.0, 2.0], seeds=[0, 7])}
+    with pytest.raises(ValueError, match=r"ran seeds \[0, 7\], not the reference's \[0, 1\]"):
+        paired_differences(per_episode, {"fedavg": "fedavg"})
