@@ -57,9 +57,10 @@ def test_each_policy_runs_in_its_own_mode_whatever_the_base_config_says(checkpoi
 def test_table_and_results_show_each_policys_mode(probing_fedavg_registered, tmp_path, capsys):
     assert evaluate.main(["--policies", "fedavg,probing-fedavg", *TINY_FLAGS, "--out", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.split("\n")
-    header = next(line for line in lines if line.startswith("policy"))
-    assert header.split()[:2] == ["policy", "probing"]
-    modes = {line.split()[0]: line.split()[1] for line in lines if line.startswith(("fedavg ", "probing-fedavg "))}
+    start = next(i for i, line in enumerate(lines) if line.startswith("policy"))
+    assert lines[start].split()[:2] == ["policy", "probing"]
+    table = lines[start:lines.index("", start)]  # the summary table, not the paired tables under it
+    modes = {line.split()[0]: line.split()[1] for line in table if line.startswith(("fedavg ", "probing-fedavg "))}
     assert modes == {"fedavg": "off", "probing-fedavg": "on"}
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert {row["policy"]: row["probing"] for row in rows} == {"fedavg": "False", "probing-fedavg": "True"}
