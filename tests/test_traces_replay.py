@@ -140,3 +140,16 @@ def test_static_mode_uses_median_bandwidth_every_round(write_trace):
     assert {float(static_env.simulator.replay.bandwidth_kbps(r)[0][0]) for r in range(3)} == {200.0}
     factors = {float(replay_env.simulator.replay.compute_s(np.array([0]), np.array([1000]), r)[0]) for r in range(2)}
     assert len(factors) == 2 and max(factors) == pytest.approx(2 * min(factors))
+
+
+def test_profile_round_time_by_hand_and_its_shape_check(write_trace):
+    # reference 1e6 MACs, model 5e5 MACs, 2e6 bits: median bandwidths, compute factor 1 whatever the series
+    path = write_trace([base_client(0, train_ms_per_sample=10.0, upload_kbps=[1000.0, 3000.0, 2000.0],
+                                    download_kbps=[4000.0], compute_factor=[3.0]),
+                        base_client(1, train_ms_per_sample=20.0, upload_kbps=[500.0], download_kbps=[1000.0, 3000.0])])
+    replay = TraceReplay(load_trace(path), 2, np.random.default_rng(0), model_macs=500_000, model_bits=2_000_000)
+    by_trace_client = {0: 0.5 + 5.0 * 100 / 1000 + 1.0, 1: 1.0 + 10.0 * 100 / 1000 + 4.0}  # down + compute + up, s
+    expected = [by_trace_client[int(t)] for t in replay.assignment]
+    assert replay.profile_round_s(np.array([100, 100])) == pytest.approx(expected)
+    with pytest.raises(ValueError, match=r"samples has shape \(3,\); one count per client, \(2,\)"):
+        replay.profile_round_s(np.array([1, 2, 3]))
