@@ -28,7 +28,7 @@ import numpy as np
 
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write_json
 from fedenv.integrations.flat import flatten_observations
 from fedenv.vector import VectorClientSelectionEnv
 
@@ -95,9 +95,9 @@ class SB3Policy(Policy):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save(directory / "model.zip")
-        atomic_write_text(directory / "policy.json", json.dumps({
+        atomic_write_json(directory / "policy.json", {
             "algorithm": self.algorithm, "mask": self.mask, "name": self.name, "env_config": self.env_config.to_dict(),
-        }, indent=2))
+        })
 
     @classmethod
     def load(cls, directory) -> SB3Policy:
