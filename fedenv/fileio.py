@@ -65,3 +65,28 @@ def json_text(value, **dumps_options) -> str:
 def atomic_write_json(path: str | Path, value, indent: int | None = 1) -> None:
     """:func:`atomic_write_text` of :func:`json_text` of ``value``, followed by a newline."""
     atomic_write_text(path, json_text(value, indent=indent) + "\n")
+
+
+def earlier_outputs(folder: str | Path, patterns: tuple[str, ...]) -> list[Path]:
+    """The files directly in ``folder`` that match one of ``patterns`` (file names or glob patterns, the
+    outputs an entry point writes there), sorted; empty when ``folder`` does not exist."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted({path for pattern in patterns for path in folder.glob(pattern) if path.is_file()})
+
+
+def claim_output_folder(folder: str | Path, patterns: tuple[str, ...], overwrite: bool, refusal: str) -> None:
+    """Make sure that writing ``patterns`` into ``folder`` destroys nothing silently: where
+    :func:`earlier_outputs` finds files of an earlier run, raise, or with ``overwrite`` delete them first
+    (only them: other files in ``folder`` are left alone).
+
+    Raises:
+        ValueError: earlier outputs and no ``overwrite``: ``refusal`` followed by the files found.
+    """
+    found = earlier_outputs(folder, patterns)
+    if found and not overwrite:
+        names = ", ".join(path.name for path in found[:4]) + (", ..." if len(found) > 4 else "")
+        raise ValueError(f"{refusal} (it holds {names})")
+    for path in found:
+        path.unlink()

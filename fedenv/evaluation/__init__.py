@@ -8,7 +8,7 @@ from fedenv.evaluation.compare import compare, evaluate_policies, policy_config
 from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, summarise_by_checkpoint
 from fedenv.evaluation.plots import pareto_front, plot_results
 from fedenv.evaluation.progress import progress_bar
-from fedenv.evaluation.results import write_results
+from fedenv.evaluation.results import RESULT_FILES, write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
 from fedenv.evaluation.tables import format_table
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences, describe_transfer, shared_training_config
@@ -17,6 +17,7 @@ from fedenv.fileio import json_safe
 __all__ = [
     "HARMLESS_FIELDS",
     "METRICS",
+    "RESULT_FILES",
     "EpisodeRecord",
     "compare",
     "config_differences",

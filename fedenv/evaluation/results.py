@@ -12,6 +12,10 @@ from fedenv.evaluation.plots import plot_results
 from fedenv.evaluation.rollout import EpisodeRecord
 from fedenv.fileio import atomic_write_json, atomic_write_text
 
+RESULT_FILES = ("results.csv", "results.json", "summary.png", "learning_curves.png")
+"""The files :func:`write_results` writes into its folder (``evaluate.py --out`` refuses a folder holding
+them without ``--overwrite``)."""
+
 
 def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
                   env_config: EnvConfig, transfer: dict | None = None) -> dict[str, Path]:
