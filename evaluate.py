@@ -29,7 +29,7 @@ from pathlib import Path
 
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_compare
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import RESULT_FILES, config_differences, policy_config, shared_training_config
@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         env_config = env_config_from_args(args, base)
         ClientSelectionEnv(env_config)  # every error a configuration can cause (partition included), before output
         ray_options = ray_options_from_args(args)
+        if ray_options is not None:
+            start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     for each in learned:

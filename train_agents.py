@@ -43,7 +43,7 @@ from fedenv.cli import (
     parse_with_config_file,
 )
 from fedenv.config import EnvConfig
-from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args
+from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
 from fedenv.fileio import atomic_write_text, claim_output_folder, json_text
@@ -309,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--overwrite starts a new run in --run-dir; it does not go with --resume")
         plans = [resumed_plan(parser, args)] if args.resume else new_plans(args)
         ClientSelectionEnv(plans[0].env_config)  # data, trace, model and partition checks: fail before any output
+        if ray_options is not None:
+            start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
         for plan in [] if args.resume else plans:  # the last check: --overwrite deletes
             claim_output_folder(plan.run_dir, RUN_FILES, args.overwrite,
                                 f"--run-dir {plan.run_dir} holds another run: continue it with --resume "
