@@ -4,6 +4,7 @@ action mask for MaskablePPO."""
 import numpy as np
 
 from fedenv.config import EnvConfig
+from tests.helpers import strict_json_loads
 
 TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
                  partition="iid", val_fraction=0.9)
@@ -115,6 +116,7 @@ def test_a_policy_trained_under_vecnormalize_decides_as_trained_after_save_and_l
     model = PPO("MlpPolicy", venv, seed=0, n_steps=9, batch_size=9, n_epochs=1)
     model.learn(total_timesteps=108)
     SB3Policy(model, "PPO", "append", TINY).save(tmp_path / "ppo")
+    assert strict_json_loads((tmp_path / "ppo" / "policy.json").read_text())["obs_normalization"] == "vecnormalize.pkl"
     loaded = SB3Policy.load(tmp_path / "ppo")
     trained, from_raw, after_load = [], [], []
     for observations in decision_points(TINY, seeds=range(4), rounds=3):  # 4 x 3 rounds x 3 clients
