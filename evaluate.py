@@ -37,10 +37,11 @@ from pathlib import Path
 
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
-from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_compare
 from fedenv.env import ClientSelectionEnv
-from fedenv.evaluation import config_differences, policy_config, shared_training_config
+from fedenv.evaluation import RESULT_FILES, config_differences, policy_config, shared_training_config
+from fedenv.fileio import claim_output_folder
 from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
@@ -77,7 +78,11 @@ def build_parser() -> FlagParser:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED",
                         help="explicit env seeds, the same for every policy (overrides --episodes)")
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help="folder for results.csv, results.json and the plots (default: results/<timestamp>)")
+                        help="folder for results.csv, results.json and the plots (default: results/<timestamp>); "
+                             "a folder holding another evaluation is refused")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the files of another evaluation in --out (results.csv, results.json, the "
+                             "plots) first; other files there are left")
     parser.add_argument("--config", default=None, metavar="FILE",
                         help="YAML or JSON file mapping flag names (dashes or underscores) to values; flags "
                              "given on the command line override it")
@@ -187,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         env_config = env_config_from_args(args, base)
         ClientSelectionEnv(env_config)  # every error a configuration can cause (partition included), before output
         ray_options = ray_options_from_args(args)
+        if ray_options is not None:
+            start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     for each in learned:
@@ -201,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     transfer = config_differences(base, policy_config(env_config, policy, probing)) if policy else None
     seeds = args.seeds or list(range(FIRST_EVAL_SEED, FIRST_EVAL_SEED + args.episodes))
     out = Path(args.out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+    try:
+        claim_output_folder(out, RESULT_FILES, args.overwrite,
+                            f"--out {out} holds another evaluation: choose another folder, or give --overwrite "
+                            f"to clear it first")
+    except ValueError as error:
+        parser.error(str(error))
     try:
         run_compare(ray_options, env_config, policies, seeds, out, progress=not args.no_progress,
                     probing=probing, checkpoints=checkpoints, transfer=transfer)

@@ -10,7 +10,8 @@
 
 Writes under ``--run-dir`` (default ``runs/<timestamp>``): TensorBoard logs, ``checkpoint.pt`` (weights,
 env config, observation layout), ``best.pt`` (the best greedy policy on the validation seeds) and
-``config.json``. At the end it prints the learned greedy policy against ``fedavg`` and ``random`` on
+``config.json``; a folder that holds another run is refused (continue it with ``--resume``, or clear it
+with ``--overwrite``). At the end it prints the learned greedy policy against ``fedavg`` and ``random`` on
 held-out seeds.
 """
 
@@ -31,7 +32,7 @@ import torch
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.trainer import CHECKPOINT_NAME, train_vdn
-from agents.validation import VALIDATION_SEEDS, check_validation_seeds
+from agents.validation import BEST_NAME, VALIDATION_SEEDS, check_validation_seeds
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.cli import (
     FlagParser,
@@ -42,10 +43,10 @@ from fedenv.cli import (
     parse_with_config_file,
 )
 from fedenv.config import EnvConfig
-from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args
+from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import compare
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write_text, claim_output_folder, json_text
 
 DEFAULT_EPISODES = 500
 HELD_OUT_SEEDS = (1000, 1001, 1002)
@@ -55,6 +56,8 @@ DEFAULT_CHECKPOINT_INTERVAL = 25
 """Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
 pay (README, "The main job")."""
 REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
+RUN_FILES = ("config.json", CHECKPOINT_NAME, BEST_NAME, "events.out.tfevents.*")
+"""What a run writes into its folder: a new run into a folder holding them needs ``--overwrite``."""
 
 
 @dataclass
@@ -72,13 +75,15 @@ class RunPlan:
     val_seeds: tuple[int, ...] = VALIDATION_SEEDS
     num_envs: int = 1
     checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL
+    eval_seeds: tuple[int, ...] = HELD_OUT_SEEDS
 
     def to_json(self) -> str:
-        return json.dumps({"episodes": self.episodes, "schedule_episodes": self.schedule_episodes, "seed": self.seed,
-                           "init_from": self.init_from, "eval_interval": self.eval_interval,
-                           "val_seeds": list(self.val_seeds), "num_envs": self.num_envs,
-                           "checkpoint_interval": self.checkpoint_interval, "env": self.env_config.to_dict(),
-                           "vdn": self.vdn_config.to_dict()}, indent=2)
+        """Standard JSON (:func:`fedenv.fileio.json_text`: an infinity is ``null``, read back as infinity)."""
+        return json_text({"episodes": self.episodes, "schedule_episodes": self.schedule_episodes, "seed": self.seed,
+                          "init_from": self.init_from, "eval_interval": self.eval_interval,
+                          "val_seeds": list(self.val_seeds), "eval_seeds": list(self.eval_seeds),
+                          "num_envs": self.num_envs, "checkpoint_interval": self.checkpoint_interval,
+                          "env": self.env_config.to_dict(), "vdn": self.vdn_config.to_dict()}, indent=2) + "\n"
 
 
 def build_parser() -> FlagParser:
@@ -92,7 +97,10 @@ def build_parser() -> FlagParser:
                              "episode, so the evaluation seeds (1000 and up) are never trained on")
     parser.add_argument("--run-dir", default=None, metavar="DIR",
                         help="folder for the TensorBoard logs, checkpoint.pt, best.pt and config.json "
-                             "(default: runs/<timestamp>)")
+                             "(default: runs/<timestamp>); a folder holding another run is refused")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the files of another run in --run-dir (config.json, checkpoints, TensorBoard "
+                             "events) before training; other files there are left")
     parser.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue the run in RUN_DIR from its last checkpoint, to --episodes N if given (its "
                              "config.json fixes the configuration: --seed, --preset, --config and configuration "
@@ -106,9 +114,10 @@ def build_parser() -> FlagParser:
     parser.add_argument("--num-envs", type=int, default=None, metavar="N",
                         help="federations played side by side through one batched engine, each with its own "
                              "seed (default: 1, or the resumed run's)")
-    parser.add_argument("--eval-seeds", type=int, nargs="*", default=list(HELD_OUT_SEEDS), metavar="SEED",
+    parser.add_argument("--eval-seeds", type=int, nargs="*", default=None, metavar="SEED",
                         help="held-out env seeds of the final comparison of the learned policy against fedavg "
-                             "and random (default: 1000 1001 1002; the flag alone skips the comparison)")
+                             "and random (default: 1000 1001 1002, or the resumed run's; the flag alone skips the "
+                             "comparison)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar: a plain line every 10 episodes or 30 s instead (what a run prints "
                              "anyway when stdout is not a terminal, e.g. a log file)")
@@ -169,7 +178,8 @@ def read_run_plan(run_dir: Path) -> RunPlan:
     return RunPlan(run_dir, env_config, vdn_config, episodes, seed, int(saved.get("schedule_episodes", episodes)),
                    saved.get("init_from"), int(saved.get("eval_interval", 0)),
                    tuple(saved.get("val_seeds", VALIDATION_SEEDS)), int(saved.get("num_envs", 1)),
-                   int(saved.get("checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)))
+                   int(saved.get("checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)),
+                   tuple(saved.get("eval_seeds", HELD_OUT_SEEDS)))
 
 
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -222,8 +232,9 @@ def new_plans(args: argparse.Namespace) -> list[RunPlan]:
 
 
 def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
-    """``plan`` with ``--eval-interval``, ``--val-seeds``, ``--num-envs`` and ``--checkpoint-interval``
-    where given (else its own: a resumed run keeps validating and batching as it did), checked.
+    """``plan`` with ``--eval-interval``, ``--val-seeds``, ``--eval-seeds``, ``--num-envs`` and
+    ``--checkpoint-interval`` where given (else its own: a resumed run keeps validating, comparing and
+    batching as it did), checked.
 
     Raises:
         ValueError: a negative validation interval, a checkpoint interval or ``--num-envs`` below 1, or bad
@@ -240,9 +251,11 @@ def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
         plan.eval_interval = args.eval_interval
     if args.val_seeds is not None:
         plan.val_seeds = tuple(args.val_seeds)
+    if args.eval_seeds is not None:
+        plan.eval_seeds = tuple(args.eval_seeds)
     if plan.eval_interval < 0:
         raise ValueError(f"--eval-interval={plan.eval_interval} must be >= 0")
-    plan.val_seeds = tuple(check_validation_seeds(plan.val_seeds, args.eval_seeds or ()))
+    plan.val_seeds = tuple(check_validation_seeds(plan.val_seeds, plan.eval_seeds))
     return plan
 
 
@@ -264,7 +277,7 @@ def set_threads(threads: int) -> None:
 def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | None = None) -> None:
     """Train ``plan`` (resumed with ``--resume``), locally or, with ``ray_options``, with Ray rollout
     actors (:mod:`agents.ray_training`: the same loop, validation, ``--init-from`` and extension); then
-    compare the greedy policy on ``--eval-seeds``.
+    compare the greedy policy on the plan's ``eval_seeds``.
 
     Raises:
         ValueError, FileNotFoundError: see :func:`agents.trainer.train_vdn`.
@@ -280,10 +293,10 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
                            init_from=None if args.resume else plan.init_from, ray_options=ray_options)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
-    if args.eval_seeds:
-        compare(plan.env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(args.eval_seeds),
+    if plan.eval_seeds:
+        compare(plan.env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(plan.eval_seeds),
                 progress=not args.no_progress and sys.stdout.isatty(),
-                title=f"\nheld-out seeds {list(args.eval_seeds)} (team return = shared reward summed over rounds):")
+                title=f"\nheld-out seeds {list(plan.eval_seeds)} (team return = shared reward summed over rounds):")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,8 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_threads(args)
         ray_options = ray_options_from_args(args)
+        if args.resume and args.overwrite:
+            raise ValueError("--overwrite starts a new run in --run-dir; it does not go with --resume")
         plans = [resumed_plan(parser, args)] if args.resume else new_plans(args)
         ClientSelectionEnv(plans[0].env_config)  # data, trace, model and partition checks: fail before any output
+        if ray_options is not None:
+            start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
+        for plan in [] if args.resume else plans:  # the last check: --overwrite deletes
+            claim_output_folder(plan.run_dir, RUN_FILES, args.overwrite,
+                                f"--run-dir {plan.run_dir} holds another run: continue it with --resume "
+                                f"{plan.run_dir}, or give --overwrite to clear it first")
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     set_threads(args.threads)

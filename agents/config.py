@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from fedenv.plain import plain_fields
+from fedenv.plain import infinities_from_json, plain_fields
 
 RENAMED = {
     "lr": "learning_rate",
@@ -101,7 +101,9 @@ class VDNConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> VDNConfig:
-        """Inverse of :meth:`to_dict`; names from before the rename (:data:`RENAMED`) are read as the new names.
+        """Inverse of :meth:`to_dict` (or of its JSON: ``null`` in a float field is infinity,
+        :func:`fedenv.plain.infinities_from_json`); names from before the rename (:data:`RENAMED`) are read as
+        the new names.
 
         Raises:
             ValueError: an unknown field (names it and lists the allowed ones), a field given under both its
@@ -117,5 +119,5 @@ class VDNConfig:
         unknown = sorted(set(renamed) - known)
         if unknown:
             raise ValueError(f"unknown VDNConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
-        return cls(**renamed)
+        return cls(**infinities_from_json(cls, renamed))
 

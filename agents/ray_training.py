@@ -174,7 +174,12 @@ class RolloutWorker(WorkerProcess):
 
 def start_actors(cls: type, options: RayOptions, *args) -> list:
     """``options.num_workers`` actors of ``cls`` (default: one per CPU of the cluster, started if needed),
-    each with one CPU and ``options.worker_gpus`` GPUs, restarted and their calls retried on failure."""
+    each with one CPU and ``options.worker_gpus`` GPUs, restarted and their calls retried on failure.
+
+    Raises:
+        ValueError: the cluster cannot place them (:func:`fedenv.distributed.cluster.check_cluster`): Ray
+            would wait for ever.
+    """
     import ray
 
     cpus = start_ray(options)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import math
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from agents.policy import GreedyPolicy
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
 from fedenv.baselines import Policy, make_policy
 from fedenv.config import EnvConfig
-from fedenv.evaluation import EpisodeRecord, evaluate_policies, json_safe, per_episode_metrics
+from fedenv.evaluation import EpisodeRecord, evaluate_policies, per_episode_metrics
+from fedenv.fileio import atomic_write_json
 from fedenv.registry import DATASETS, POLICIES
 
 EVAL_SEED_BASE = 1000
@@ -205,7 +205,7 @@ def write_study(out: Path, rows: list[dict], episodes: dict[str, dict[str, list[
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    (out / "episodes.json").write_text(json.dumps(json_safe(episodes), indent=1))
+    atomic_write_json(out / "episodes.json", episodes)
     print(format_rows(rows, printed))
     print(f"wrote {out / 'table.csv'} and {out / 'episodes.json'}")
 

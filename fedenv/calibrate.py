@@ -22,7 +22,7 @@ import numpy as np
 from fedenv.baselines import FedAvgPolicy
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
-from fedenv.distributed import add_ray_arguments, ray_options_from_args
+from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_calibration
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import run_episode
@@ -87,6 +87,8 @@ def main(argv=None) -> None:
         config = env_config_from_args(args)
         ray_options = ray_options_from_args(args)
         env = calibration_env(config)
+        if ray_options is not None:
+            start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     result = run_calibration(ray_options, config, args.seeds, args.share, env)

@@ -168,18 +168,19 @@ def _truth(value) -> bool:
 
 
 def config_file_tokens(action: argparse.Action, value) -> list[str]:
-    """The command-line tokens that give flag ``action`` the config-file ``value`` (``None``: none).
+    """The command-line tokens that give flag ``action`` the config-file ``value``.
 
     A boolean flag takes a boolean or one of :data:`TRUE_WORDS`/:data:`FALSE_WORDS` (``--x``/``--no-x``);
     a flag of several values takes a list or one scalar; any other flag one scalar. Each value is
     checked with the flag's ``type`` and ``choices``.
 
     Raises:
-        ValueError: the value does not fit the flag (names the value and what the flag takes).
+        ValueError: the value does not fit the flag (names the value and what the flag takes), or there is
+            none (``lr:`` or ``lr: null``; a flag's default is what leaving the key out gives).
     """
     flag = action.option_strings[0]
     if value is None:
-        return []
+        raise ValueError(f"no value (an empty entry or null); give {flag} a value or remove the key")
     if isinstance(action, argparse.BooleanOptionalAction):
         return [flag if _truth(value) else "--no-" + flag[2:]]
     if action.nargs == 0:

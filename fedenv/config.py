@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 
-from fedenv.plain import plain_fields
+from fedenv.fileio import json_text
+from fedenv.plain import infinities_from_json, plain_fields
 from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS
 
 UTILITIES = ("exp64", "linear")
@@ -181,7 +183,9 @@ class EnvConfig:
         "bandwidth and compute factor 1 (for ablations)"))
     round_deadline_s: float | None = _field(None, TRACES, (
         "round deadline in seconds, > 0: selected clients that would finish later are dropped as "
-        "stragglers and the round latency is capped at it (None: no deadline)"))
+        "stragglers and the server waits for uploads no longer than it; a probing epoch that outlasts it is "
+        "still charged in full, the decision waited for it (docs/design.md section 3) (None or inf: no "
+        "deadline)"))
 
     # ---------------------------------------------------------------- observation and reward
     history_length: int = _field(5, OBSERVATION_REWARD, (
@@ -215,12 +219,16 @@ class EnvConfig:
         "trained agents differ from auto's) or vmap (always torch.func; for benchmarks and ablations)"))
 
     def __post_init__(self):
-        """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`).
+        """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`);
+        ``round_deadline_s=inf`` becomes None, its one spelling (no deadline: both mean the same, and a
+        configuration reads back from JSON as written).
 
         Raises:
             ValueError: a value of the wrong type (names the field and the type expected).
         """
         plain_fields(self)
+        if self.round_deadline_s == math.inf:
+            self.round_deadline_s = None
 
     def validate(self) -> EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
@@ -258,16 +266,17 @@ class EnvConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> EnvConfig:
-        """Build from a dict; unknown keys raise ``ValueError`` listing them."""
+        """Build from a dict (:meth:`to_dict`'s, or its JSON read back: ``null`` in a float field is
+        infinity, :func:`fedenv.plain.infinities_from_json`); unknown keys raise ``ValueError`` listing them."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown EnvConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
-        return cls(**values)
+        return cls(**infinities_from_json(cls, values))
 
     def to_json(self) -> str:
         """JSON text of :meth:`to_dict`."""
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        return json_text(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> EnvConfig:

@@ -73,6 +73,19 @@ def full_round_s(download_s: np.ndarray, epoch_s: np.ndarray, local_epochs: int,
     return np.asarray(download_s, dtype=np.float64) + local_epochs * np.asarray(epoch_s) + np.asarray(upload_s)
 
 
-def capped_latency_s(latency_s: float, deadline_s: float | None) -> float:
-    """The round latency with the server waiting no longer than ``deadline_s`` (None: no cap)."""
-    return latency_s if deadline_s is None else min(latency_s, deadline_s)
+def capped_latency_s(latency_s: float, deadline_s: float | None, probe_s: np.ndarray = ()) -> float:
+    """The round latency with the server waiting for uploads no longer than ``deadline_s`` (None: no cap).
+
+    The decision uses every candidate's probing result, so the probing phase (the slowest of ``probe_s``)
+    is charged in full even when it outlasts the deadline; every selected client is then late (:func:`on_time`)
+    and the round ends when the decision is taken: ``min(latency_s, max(deadline_s, max(probe_s)))``
+    (docs/design.md section 3, step 5).
+
+    Args:
+        latency_s: :func:`round_latency_s`, s. deadline_s: the round deadline, s, or None.
+        probe_s: ``(C,)`` probing latencies of the round's candidates, s (empty: no probing phase).
+    """
+    if deadline_s is None:
+        return latency_s
+    probing_s = float(np.max(probe_s)) if len(probe_s) else 0.0
+    return min(latency_s, max(deadline_s, probing_s))

@@ -8,6 +8,7 @@ Parameter sweeps hand numpy scalars and 0-d arrays to configurations; they becom
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 
@@ -51,3 +52,12 @@ def plain_fields(instance, prefix: str = "") -> None:
     hints = typing.get_type_hints(type(instance))
     for f in dataclasses.fields(instance):
         setattr(instance, f.name, plain_value(prefix + f.name, getattr(instance, f.name), hints[f.name]))
+
+
+def infinities_from_json(cls, values: dict) -> dict:
+    """``values`` (a configuration of dataclass ``cls`` read from JSON) with ``null`` (None) in every field
+    of type ``float`` (not ``float | None``) read as ``math.inf``: standard JSON has no infinity and
+    :func:`fedenv.fileio.json_text` writes it as ``null``; NaN and ``-inf`` never pass a configuration's
+    ``validate``, so ``+inf`` is the only value such a ``null`` can stand for."""
+    hints = typing.get_type_hints(cls)
+    return {key: math.inf if value is None and hints.get(key) is float else value for key, value in values.items()}

@@ -170,7 +170,8 @@ class FederationSimulator:
             rest_s = self.replay.compute_s(selected, self.clients.epoch_samples[selected] * (cfg.local_epochs - 1),
                                            self.round)
             arrived = on_time(self._probe_s, rest_s + upload_s, cfg.round_deadline_s)
-            latency_s = capped_latency_s(round_latency_s(self._probe_s, rest_s + upload_s), cfg.round_deadline_s)
+            latency_s = capped_latency_s(round_latency_s(self._probe_s, rest_s + upload_s), cfg.round_deadline_s,
+                                         self._probe_s)
         else:
             whole_s = full_round_s(*self._first_epoch_s(selected), cfg.local_epochs, upload_s)
             arrived = on_time(np.zeros(0), whole_s, cfg.round_deadline_s)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import struct
 from pathlib import Path
 
@@ -106,3 +107,12 @@ def make_leaf_folder(root: Path, samples_per_user: dict[str, int], window: int =
         (folder / f"all_data_{split}.json").write_text(json.dumps(document))
         documents[split] = document
     return documents["train"]
+
+
+def strict_json_loads(text: str):
+    """``json.loads`` that refuses what standard JSON (RFC 8259) does not have: ``NaN``, ``Infinity``,
+    ``-Infinity``."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not standard JSON")
+
+    return json.loads(text, parse_constant=refuse)

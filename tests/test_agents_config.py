@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -8,6 +9,8 @@ import train_agents
 from agents.config import VDNConfig
 from fedenv.cli import dataclass_from_args
 from fedenv.config import EnvConfig
+from fedenv.fileio import json_text
+from tests.helpers import strict_json_loads
 
 # the hyperparameters of stable_baselines3.dqn.DQN that VDNConfig shares (same meaning, same name)
 SB3_DQN_NAMES = ("learning_rate", "buffer_size", "learning_starts", "batch_size", "gamma", "train_freq",
@@ -32,6 +35,12 @@ def test_fields_use_the_sb3_names_and_every_field_has_help():
     for name, f in fields.items():
         assert len(f.metadata.get("help", "")) > 20, name
     assert "n_steps" in fields["n_step"].metadata["help"]  # says why it is not SB3's n_steps
+
+
+def test_an_infinite_gradient_norm_reads_back_from_standard_json():
+    config = VDNConfig(max_grad_norm=math.inf).validate()  # no clipping
+    saved = strict_json_loads(json_text(config.to_dict()))
+    assert saved["max_grad_norm"] is None and VDNConfig.from_dict(saved) == config
 
 
 def test_old_names_are_read_as_the_new_ones():

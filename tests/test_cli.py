@@ -132,6 +132,9 @@ def test_config_file_values_are_parsed_as_their_flags(tmp_path):
     ("eval_seeds: {first: 1000}\n", "key 'eval_seeds': {'first': 1000} is not one value"),
     ("preset: mnist-huge\n", "key 'preset': 'mnist-huge' is not allowed for --preset; allowed: "),
     ("device: true\n", "key 'device': True is not a valid str for --device"),
+    ("lr:\n", "key 'lr': no value (an empty entry or null); give --lr a value or remove the key"),
+    ("num_rounds: 4\nround_deadline_s: null\n", "key 'round_deadline_s': no value (an empty entry or null); "
+                                                 "give --round-deadline-s a value or remove the key"),
 ])
 def test_bad_config_file_values_fail_before_training_with_one_line(text, message, tmp_path, capsys):
     path = tmp_path / "run.yaml"
@@ -142,6 +145,22 @@ def test_bad_config_file_values_fail_before_training_with_one_line(text, message
     error = error_line(capsys.readouterr().err)
     assert f"config file {path}: {message}" in error
     assert not (tmp_path / "run").exists()
+
+
+def test_evaluate_into_a_folder_holding_another_evaluation_is_refused_and_keeps_it(tmp_path, capsys):
+    out = tmp_path / "eval"
+    argv = ["--policies", "fedavg", "--episodes", "1", "--out", str(out), "--no-progress", *TINY_FLAGS]
+    assert evaluate.main(argv) == 0
+    first = {path.name: path.read_bytes() for path in out.iterdir()}
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([*argv, "--seeds", "1001"])
+    assert exit_info.value.code == 2
+    assert error_line(capsys.readouterr().err) == (
+        f"evaluate.py: error: --out {out} holds another evaluation: choose another folder, or give --overwrite to "
+        f"clear it first (it holds learning_curves.png, results.csv, results.json, summary.png)")
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == first
+    assert evaluate.main([*argv, "--seeds", "1001", "--overwrite"]) == 0
+    assert [row["seed"] for row in csv.DictReader((out / "results.csv").open())] == ["1001"]
 
 
 @pytest.mark.parametrize("argv,message", [

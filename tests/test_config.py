@@ -1,10 +1,12 @@
 import dataclasses
 import json
+import math
 
 import pytest
 
 from fedenv import config as config_module
 from fedenv.config import EnvConfig
+from tests.helpers import strict_json_loads
 
 GROUPS = {"federation and data", "local training", "aggregation", "traces", "observation and reward", "engine"}
 
@@ -28,6 +30,14 @@ def test_json_round_trip_keeps_every_field():
     config = EnvConfig(num_clients=7, clients_per_round=3, test_samples=100, round_deadline_s=12.5, download=True)
     assert EnvConfig.from_json(config.to_json()) == config
     assert set(json.loads(config.to_json())) == {f.name for f in dataclasses.fields(EnvConfig)}
+
+
+def test_json_is_standard_and_reads_back_an_infinite_weight_and_deadline():
+    config = EnvConfig(comm_weight=math.inf, round_deadline_s=math.inf).validate()
+    assert config.round_deadline_s is None and config == EnvConfig(comm_weight=math.inf)  # inf: no deadline
+    saved = strict_json_loads(config.to_json())
+    assert saved["comm_weight"] is None and saved["round_deadline_s"] is None
+    assert EnvConfig.from_json(config.to_json()) == config  # inf -> null -> inf
 
 
 def test_from_dict_names_unknown_fields():

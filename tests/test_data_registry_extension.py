@@ -81,3 +81,20 @@ def test_a_registered_partitioner_leaving_a_client_empty_is_refused_at_construct
 
 def test_entries_are_gone_after_the_test():
     assert "toy-grid" not in DATASETS and "round-robin" not in PARTITIONERS and "tiny-linear" not in MODELS
+
+
+def one_label_short(data_root, download):
+    dataset = toy_dataset(data_root, download)
+    return Dataset("toy-short", dataset.train_x, dataset.train_y[:-1], dataset.test_x, dataset.test_y, CLASSES)
+
+
+def test_a_registered_loader_with_a_label_missing_is_refused():
+    DATASETS.register("toy-short", DatasetSpec("toy-short", one_label_short, needs_data_root=False, layout="nothing",
+                                               input_kind="image"))
+    try:
+        with pytest.raises(ValueError, match=rf"dataset 'toy-short' \(data_root=None\): the train split's inputs, "
+                                             rf"labels and users differ in count \(train_x: {TRAIN}, train_y: "
+                                             rf"{TRAIN - 1}\)"):
+            ClientSelectionEnv(EnvConfig(dataset="toy-short", num_clients=2, clients_per_round=2, device="cpu"))
+    finally:
+        DATASETS.unregister("toy-short")

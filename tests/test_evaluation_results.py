@@ -6,6 +6,7 @@ import math
 
 from fedenv.config import EnvConfig
 from fedenv.evaluation import EpisodeRecord, json_safe, write_results
+from tests.helpers import strict_json_loads
 
 
 def test_json_safe_replaces_nan_and_infinity_in_nested_values():
@@ -29,3 +30,12 @@ def test_write_results_writes_one_csv_row_per_episode_json_and_two_plots(tmp_pat
     assert document["env_config"]["num_clients"] == 3 and document["records"]["random"][1]["accuracy"][-1] == 0.55
     assert all(paths[kind].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for kind in ("summary", "learning_curves"))
     assert rows[0]["checkpoint"] == "" and document["summary_per_checkpoint"] == [] and "transfer" not in document
+
+
+def test_results_json_is_standard_json_and_reads_back_the_env_config(tmp_path):
+    records = {"fedavg": [EpisodeRecord("fedavg", 1, [0.1, math.nan], [0.0, 1.0], [1.0], [2.0], [0.1], [3])]}
+    config = EnvConfig(num_clients=3, clients_per_round=3, latency_weight=math.inf)
+    paths = write_results(tmp_path, records, config)
+    document = strict_json_loads(paths["json"].read_text())
+    assert document["records"]["fedavg"][0]["accuracy"] == [0.1, None]
+    assert EnvConfig.from_dict(document["env_config"]) == config

@@ -4,6 +4,7 @@ action mask for MaskablePPO."""
 import numpy as np
 
 from fedenv.config import EnvConfig
+from tests.helpers import strict_json_loads
 
 TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=1, batch_size=64,
                  partition="iid", val_fraction=0.9)
@@ -87,3 +88,43 @@ def test_last_step_infos_are_the_finished_rounds_and_reset_infos_are_kept_apart(
         assert infos[i]["accuracy"] == expected[agent]["accuracy"]
         assert infos[i]["wall_clock_s"] == expected[agent]["wall_clock_s"]
         assert venv.unwrapped.reset_infos[i]["round"] == 0
+
+
+def decision_points(config, seeds, rounds):
+    """The observations of a plain env at reset and after each of ``rounds - 1`` rounds with every action 1."""
+    from fedenv.env import ClientSelectionEnv
+
+    env = ClientSelectionEnv(config)
+    points = []
+    for seed in seeds:
+        observations, _ = env.reset(seed=seed)
+        points.append(observations)
+        for _ in range(rounds - 1):
+            observations, *_ = env.step({agent: 1 for agent in env.agents})
+            points.append(observations)
+    return points
+
+
+def test_a_policy_trained_under_vecnormalize_decides_as_trained_after_save_and_load(tmp_path):
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from fedenv.integrations.flat import flatten_observations
+    from fedenv.integrations.sb3 import SB3Policy, sb3_vec_env
+
+    venv = VecNormalize(sb3_vec_env(TINY, num_envs=1), norm_reward=False)
+    model = PPO("MlpPolicy", venv, seed=0, n_steps=9, batch_size=9, n_epochs=1)
+    model.learn(total_timesteps=108)
+    SB3Policy(model, "PPO", "append", TINY).save(tmp_path / "ppo")
+    assert strict_json_loads((tmp_path / "ppo" / "policy.json").read_text())["obs_normalization"] == "vecnormalize.pkl"
+    loaded = SB3Policy.load(tmp_path / "ppo")
+    trained, from_raw, after_load = [], [], []
+    for observations in decision_points(TINY, seeds=range(4), rounds=3):  # 4 x 3 rounds x 3 clients
+        flat = flatten_observations(observations, "append")
+        batch = np.stack([flat[agent] for agent in observations])
+        trained += model.predict(venv.normalize_obs(batch), deterministic=True)[0].tolist()  # as it trained
+        from_raw += model.predict(batch, deterministic=True)[0].tolist()
+        after_load += [loaded.act(observations, {})[agent] for agent in observations]
+    assert len(trained) == 36
+    assert from_raw != trained  # the statistics matter for this model: without them it decides otherwise
+    assert after_load == trained

@@ -34,3 +34,12 @@ def test_without_probing_a_client_round_is_download_all_epochs_and_upload():
     assert round_latency_s(np.array([]), whole) == 11.0  # nobody probed: the slowest whole round
     assert on_time(np.array([]), whole, 10.0).tolist() == [True, False]  # each client counts from 0
     assert on_time(np.array([]), whole, 11.0).tolist() == [True, True]
+
+
+def test_a_probing_phase_past_the_deadline_is_charged_in_full():
+    # slowest probe 5 s, deadline 2 s: nobody is on time, and the round lasts the 5 s the decision waited
+    probe_s = np.array([1.0, 5.0])
+    assert on_time(probe_s, np.array([0.5]), 2.0).tolist() == [False]
+    assert capped_latency_s(5.5, 2.0, probe_s) == 5.0
+    assert capped_latency_s(9.0, 8.0, probe_s) == 8.0  # probing within the deadline: the deadline caps
+    assert capped_latency_s(9.0, 8.0, np.array([])) == 8.0  # no probing phase

@@ -169,6 +169,34 @@ def test_cifar10_errors_name_the_missing_file_and_refuse_code(tmp_path):
     assert CALLS == []
 
 
+@pytest.mark.parametrize("damage", [
+    lambda data: data[: len(data) // 2],  # a half-finished download
+    lambda data: b"<!DOCTYPE html><html><body>503 Service Unavailable</body></html>",  # an error page saved
+])
+def test_a_damaged_cifar10_batch_is_a_value_error_naming_the_file(tmp_path, damage):
+    make_cifar10_folder(tmp_path, per_batch=2, n_test=2)
+    path = tmp_path / "cifar-10-batches-py" / "data_batch_3"
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not a CIFAR-10 batch"):
+        load_dataset("cifar10", str(tmp_path))
+
+
+def test_a_cifar10_batch_with_a_label_missing_is_refused(tmp_path):
+    make_cifar10_folder(tmp_path, per_batch=3, n_test=2)
+    path = tmp_path / "cifar-10-batches-py" / "test_batch"
+    path.write_bytes(pickle.dumps({b"data": np.zeros((2, 3072), np.uint8), b"labels": [1]}, protocol=2))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: 'labels' must be a list of 2 labels in 0..9"):
+        load_dataset("cifar10", str(tmp_path))
+
+
+def test_a_truncated_leaf_file_is_a_value_error_naming_the_file(tmp_path):
+    make_leaf_folder(tmp_path, {"A": 3})
+    path = tmp_path / "shakespeare" / "data" / "train" / "all_data_train.json"
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not a JSON file"):
+        load_dataset("shakespeare", str(tmp_path))
+
+
 SEGFAULT_PAYLOAD = """
 import pickle, sys
 import numpy as np

@@ -7,6 +7,7 @@ import torch
 
 import train_agents
 from agents.checkpoint import load_checkpoint
+from tests.helpers import strict_json_loads
 
 TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
               "--batch-size", "64", "--val-fraction", "0.9", "--partition", "iid", "--eval-seeds",
@@ -97,3 +98,56 @@ def test_threads_sets_torch_intra_op_threads():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def run_files(run_dir):
+    """Every file of a run folder and its bytes."""
+    return {path.relative_to(run_dir): path.read_bytes() for path in sorted(run_dir.rglob("*")) if path.is_file()}
+
+
+def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_the_first_run_kept(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert train_agents.main(["--episodes", "1", "--run-dir", str(run_dir), *TINY_FLAGS]) == 0
+    first = run_files(run_dir)
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main(["--episodes", "1", "--seed", "1", "--run-dir", str(run_dir), *TINY_FLAGS])
+    assert exit_info.value.code == 2
+    assert error_line(capsys.readouterr().err).startswith(
+        f"train_agents.py: error: --run-dir {run_dir} holds another run: continue it with --resume {run_dir}, or "
+        f"give --overwrite to clear it first (it holds checkpoint.pt, config.json, events.out.tfevents.")
+    assert run_files(run_dir) == first  # nothing of the first run lost
+    (run_dir / "notes.txt").write_text("mine")
+    assert train_agents.main(["--episodes", "1", "--seed", "1", "--run-dir", str(run_dir), "--overwrite",
+                              *TINY_FLAGS]) == 0
+    assert json.loads((run_dir / "config.json").read_text())["seed"] == 1
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1  # TensorBoard sees one run, not two
+    assert (run_dir / "notes.txt").read_text() == "mine"  # --overwrite deletes the run's files only
+
+
+def test_overwrite_does_not_go_with_resume(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train_agents.main(["--resume", str(tmp_path), "--overwrite"])
+    assert "--overwrite starts a new run in --run-dir; it does not go with --resume" in error_line(
+        capsys.readouterr().err)
+
+
+def test_a_resumed_run_keeps_the_empty_eval_seeds_of_the_original_run(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert train_agents.main(["--episodes", "1", "--run-dir", str(run_dir), *TINY_FLAGS]) == 0  # "--eval-seeds"
+    assert json.loads((run_dir / "config.json").read_text())["eval_seeds"] == []
+    capsys.readouterr()
+    assert train_agents.main(["--resume", str(run_dir), "--episodes", "2"]) == 0
+    assert "held-out seeds" not in capsys.readouterr().out  # no comparison, as the original run asked
+    assert train_agents.read_run_plan(run_dir).eval_seeds == ()
+
+
+def test_config_json_is_standard_json_and_reads_back_the_run_configuration_with_infinities(tmp_path):
+    run_dir = tmp_path / "run"
+    flags = [*TINY_FLAGS, "--round-deadline-s", "inf", "--vdn-max-grad-norm", "inf"]
+    assert train_agents.main(["--episodes", "1", "--run-dir", str(run_dir), *flags]) == 0
+    saved = strict_json_loads((run_dir / "config.json").read_text())
+    assert saved["env"]["round_deadline_s"] is None and saved["vdn"]["max_grad_norm"] is None
+    [planned] = train_agents.new_plans(train_agents.build_parser().parse_args(["--run-dir", str(run_dir), *flags]))
+    assert planned.vdn_config.max_grad_norm == float("inf")
+    read_back = train_agents.read_run_plan(run_dir)
+    assert (read_back.env_config, read_back.vdn_config) == (planned.env_config, planned.vdn_config)

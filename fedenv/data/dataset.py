@@ -91,7 +91,8 @@ def load_dataset(name: str, data_root: str | None = None, download: bool = False
 
     Raises:
         ValueError: unknown name (lists the registered ones), ``data_root`` missing for a folder dataset,
-            a download the dataset cannot do, a malformed file, or a loader whose data contradicts its
+            a download the dataset cannot do, a malformed file (names it and what is wrong), inputs and
+            labels (or users) of a split in different counts, or a loader whose data contradicts its
             spec's ``input_kind`` or ``records_owners``.
         FileNotFoundError: the files are not where the dataset's layout puts them.
     """
@@ -106,6 +107,16 @@ def load_dataset(name: str, data_root: str | None = None, download: bool = False
 @functools.lru_cache(maxsize=4)
 def _load(spec: DatasetSpec, data_root: str | None, download: bool) -> Dataset:
     dataset = spec.load(data_root, download)
+    counts = {"train_x": len(dataset.train_x), "train_y": len(dataset.train_y), "test_x": len(dataset.test_x),
+              "test_y": len(dataset.test_y)}
+    if dataset.train_owner is not None:
+        counts["train_owner"] = len(dataset.train_owner)
+    for split in ("train", "test"):
+        split_counts = {key: n for key, n in counts.items() if key.startswith(split)}
+        if len(set(split_counts.values())) > 1:
+            listed = ", ".join(f"{key}: {n}" for key, n in split_counts.items())
+            raise ValueError(f"dataset {spec.name!r} (data_root={data_root!r}): the {split} split's inputs, labels "
+                             f"and users differ in count ({listed}); every sample needs its label")
     kind = {1: "sequence", 3: "image"}.get(len(dataset.input_shape))
     if kind != spec.input_kind:
         raise ValueError(f"dataset {spec.name!r} declares input_kind={spec.input_kind!r} but its inputs have shape "

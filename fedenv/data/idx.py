@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -36,22 +37,46 @@ def read_idx(path: str | Path) -> np.ndarray:
         A numpy array with the file's dtype and shape (uint8 images ``(N, 28, 28)``, labels ``(N,)``).
 
     Raises:
-        ValueError: the magic number or the size does not match the idx format.
+        ValueError: a ``.gz`` file that is not gzip data or is cut short (a half-finished download), or
+            content that does not match the idx format: bad magic number, a header cut short, or a size
+            other than the header's shape (each names the file and what is wrong).
     """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        data = handle.read()
+    data = _read_bytes(path)
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
         raise ValueError(f"{path}: not an idx file (bad magic number)")
     if data[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: unknown idx element type 0x{data[2]:02x}")
-    ndim = data[3]
+    ndim, dtype = data[3], np.dtype(_IDX_DTYPES[data[2]])
+    header_bytes = 4 + 4 * ndim
+    if len(data) < header_bytes:
+        raise ValueError(f"{path}: idx header cut short: {len(data)} bytes, the header of a {ndim}-dimensional "
+                         f"array takes {header_bytes} (a truncated file)")
     shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    array = np.frombuffer(data, dtype=_IDX_DTYPES[data[2]], offset=4 + 4 * ndim)
-    if array.size != int(np.prod(shape)):
-        raise ValueError(f"{path}: header says shape {shape} but the file holds {array.size} elements")
-    return array.reshape(shape)
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(data) - header_bytes != expected:
+        raise ValueError(f"{path}: header says shape {shape} ({expected} bytes of data) but the file holds "
+                         f"{len(data) - header_bytes} bytes after the header")
+    return np.frombuffer(data, dtype=dtype, offset=header_bytes).reshape(shape)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, gunzipped for a ``.gz`` suffix.
+
+    Raises:
+        ValueError: a ``.gz`` file that is not gzip data (an HTML error page saved under the name) or is
+            cut short or corrupt (names the file).
+    """
+    if path.suffix != ".gz":
+        return path.read_bytes()
+    try:
+        with gzip.open(path, "rb") as handle:
+            return handle.read()
+    except gzip.BadGzipFile as error:
+        raise ValueError(f"{path}: not gzip data ({error}); delete it and download it again") from error
+    except (EOFError, zlib.error) as error:
+        raise ValueError(f"{path}: gzip data cut short or corrupt ({error}), e.g. an interrupted download; "
+                         f"delete it and download it again") from error
 
 
 def load_torchvision_layout(name: str, folder: str, data_root: str, download: bool) -> Dataset:
@@ -63,7 +88,8 @@ def load_torchvision_layout(name: str, folder: str, data_root: str, download: bo
 
     Raises:
         FileNotFoundError: an idx file is missing (names it and the layout).
-        ValueError: a malformed idx file.
+        ValueError: a malformed idx file (:func:`read_idx`), or an images file and its labels file of
+            different counts (names both files and both counts).
     """
     raw = Path(data_root) / folder / "raw"
     if download:
@@ -71,15 +97,20 @@ def load_torchvision_layout(name: str, folder: str, data_root: str, download: bo
 
         for train in (True, False):
             getattr(datasets, folder)(data_root, train=train, download=True)
-    arrays = {}
+    arrays, paths = {}, {}
     for key, stem in IDX_FILES.items():
-        path = next((p for p in (raw / stem, raw / f"{stem}.gz") if p.is_file()), None)
-        if path is None:
+        paths[key] = next((p for p in (raw / stem, raw / f"{stem}.gz") if p.is_file()), None)
+        if paths[key] is None:
             raise FileNotFoundError(
                 f"data_root={data_root!r}: no {stem} or {stem}.gz in {raw}; {name} must be in torchvision's "
                 f"layout <data_root>/{folder}/raw/ (add --download to fetch it)"
             )
-        arrays[key] = read_idx(path)
+        arrays[key] = read_idx(paths[key])
+    for split in ("train", "test"):
+        images, labels = arrays[f"{split}_x"], arrays[f"{split}_y"]
+        if len(images) != len(labels):
+            raise ValueError(f"{paths[f'{split}_x']} holds {len(images)} images but {paths[f'{split}_y']} "
+                             f"{len(labels)} labels; the counts must match (a truncated or mixed-up file)")
     return greyscale_dataset(name, arrays["train_x"], arrays["train_y"], arrays["test_x"], arrays["test_y"])
 
 

@@ -73,13 +73,17 @@ def ray_options_from_args(args: argparse.Namespace) -> RayOptions | None:
 
 
 def start_ray(options: RayOptions) -> int:
-    """Connect to (or start) the cluster of ``options`` unless Ray is already initialised in this process.
+    """Connect to (or start) the cluster of ``options`` unless Ray is already initialised in this process,
+    then check that the cluster can hold what ``options`` asks for (:func:`check_cluster`).
 
     A local cluster gets ``num_workers`` CPUs (default: ``os.cpu_count()``); Ray sets ``OMP_NUM_THREADS``
     of each worker to the CPUs it reserves (one), so workers do not oversubscribe the machine.
 
     Returns:
         The CPUs of the cluster.
+
+    Raises:
+        ValueError: the cluster is smaller than asked for (:func:`check_cluster`).
     """
     import ray
 
@@ -88,4 +92,31 @@ def start_ray(options: RayOptions) -> int:
             ray.init(num_cpus=options.num_workers or os.cpu_count(), include_dashboard=False)
         else:
             ray.init(address=options.address)
-    return int(ray.cluster_resources().get("CPU", 1))
+    resources = ray.cluster_resources()
+    return check_cluster(options, resources.get("CPU", 0.0), resources.get("GPU", 0.0))
+
+
+def check_cluster(options: RayOptions, cpus: float, gpus: float) -> int:
+    """Check a cluster of ``cpus`` CPUs and ``gpus`` GPUs (Ray's ``cluster_resources()``) against
+    ``options``: every worker (rollout actor or evaluation task) reserves one CPU and ``worker_gpus`` GPUs,
+    and Ray waits without end for resources a cluster does not have (ray-project/ray #6047, #35495), so a
+    request it cannot place is refused here instead.
+
+    Returns:
+        The cluster's whole CPUs.
+
+    Raises:
+        ValueError: no whole CPU, more ``--num-workers`` than CPUs, or ``--worker-gpus`` above the GPUs;
+            the message names the flag and what the cluster has.
+    """
+    whole_cpus = int(cpus)
+    where = f"the Ray cluster (--ray-address {options.address})"
+    if whole_cpus < 1:
+        raise ValueError(f"{where} has {cpus:g} CPUs; every worker needs one")
+    if options.num_workers is not None and options.num_workers > whole_cpus:
+        raise ValueError(f"--num-workers={options.num_workers}: {where} has {whole_cpus} CPUs and every worker "
+                         f"takes one; give --num-workers {whole_cpus} or fewer (or a larger cluster)")
+    if options.worker_gpus > gpus:
+        raise ValueError(f"--worker-gpus={options.worker_gpus:g}: {where} has {gpus:g} GPUs; give --worker-gpus "
+                         f"{gpus:g} or less")
+    return whole_cpus

@@ -10,14 +10,16 @@ from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, s
 from fedenv.evaluation.paired import compare_to_references, paired_differences, paired_interval, reference_policies
 from fedenv.evaluation.plots import pareto_front, plot_results
 from fedenv.evaluation.progress import progress_bar
-from fedenv.evaluation.results import json_safe, write_results
+from fedenv.evaluation.results import RESULT_FILES, write_results
 from fedenv.evaluation.rollout import EpisodeRecord, run_episode
 from fedenv.evaluation.tables import format_paired_table, format_table
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences, describe_transfer, shared_training_config
+from fedenv.fileio import json_safe
 
 __all__ = [
     "HARMLESS_FIELDS",
     "METRICS",
+    "RESULT_FILES",
     "EpisodeRecord",
     "compare",
     "compare_to_references",

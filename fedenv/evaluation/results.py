@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 from pathlib import Path
 
 from fedenv.config import EnvConfig
@@ -13,7 +11,11 @@ from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, s
 from fedenv.evaluation.paired import COMPARED_METRICS, compare_to_references, per_seed_differences
 from fedenv.evaluation.plots import plot_results
 from fedenv.evaluation.rollout import EpisodeRecord
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write_json, atomic_write_text
+
+RESULT_FILES = ("results.csv", "results.json", "summary.png", "learning_curves.png")
+"""The files :func:`write_results` writes into its folder (``evaluate.py --out`` refuses a folder holding
+them without ``--overwrite``)."""
 
 
 def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
@@ -74,17 +76,7 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
     }
     if transfer is not None:
         document["transfer"] = transfer
-    atomic_write_text(paths["json"], json.dumps(json_safe(document), indent=1))
+    atomic_write_json(paths["json"], document)
     paths.update(plot_results(records, out_dir))
     return paths
 
-
-def json_safe(value):
-    """``value`` with every NaN and infinity (in nested dicts and lists) replaced by None: JSON has no NaN."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_safe(v) for v in value]
-    return value

@@ -21,14 +21,16 @@ policy can learn to ignore those steps, and the vector env offers ``action_masks
 
 from __future__ import annotations
 
+import functools
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
 
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write, atomic_write_json
 from fedenv.integrations.flat import flatten_observations
 from fedenv.vector import VectorClientSelectionEnv
 
@@ -71,44 +73,75 @@ def _sb3_class(algorithm: str):
     return getattr(stable_baselines3, algorithm)
 
 
+OBS_NORMALIZATION_NAME = "vecnormalize.pkl"
+"""The file beside ``model.zip`` holding the observation statistics of a model trained under SB3's
+``VecNormalize`` (SB3's own pickle of the wrapper, ``VecNormalize.save``)."""
+
+
 class SB3Policy(Policy):
     """A trained Stable-Baselines3 model as a :class:`~fedenv.baselines.Policy` (deterministic actions;
-    MaskablePPO gets the action masks). Save with :meth:`save`, load with :meth:`load`."""
+    MaskablePPO gets the action masks). Save with :meth:`save`, load with :meth:`load`.
+
+    A model trained under ``VecNormalize`` acts on normalised observations: the policy normalises each
+    flat observation with the wrapper's statistics (``obs_normalizer``, by default the model's own
+    ``get_vec_normalize_env()``), saves them beside the model and applies them again on load
+    (DLR-RM/stable-baselines3 #870), so that a loaded policy decides as the trained one did."""
 
     probes = True  # learned on probing observations: runs with the probing epoch
 
-    def __init__(self, model, algorithm: str, mask: str, env_config: EnvConfig, name: str | None = None):
+    def __init__(self, model, algorithm: str, mask: str, env_config: EnvConfig, name: str | None = None,
+                 obs_normalizer=None):
         self.model, self.algorithm, self.mask, self.env_config = model, algorithm, mask, env_config
         self.name = name or f"sb3-{algorithm.lower()}"
+        self.obs_normalizer = obs_normalizer if obs_normalizer is not None else model.get_vec_normalize_env()
 
     def act(self, observations, infos):
         agents = list(observations)
         flat = flatten_observations(observations, self.mask)
         batch = np.stack([flat[a] for a in agents])
+        if self.obs_normalizer is not None:
+            batch = self.obs_normalizer.normalize_obs(batch)
         masks = np.stack([observations[a]["action_mask"] for a in agents]).astype(bool)
         kwargs = {"action_masks": masks} if self.algorithm == "MaskablePPO" else {}
         actions, _ = self.model.predict(batch, deterministic=True, **kwargs)
         return {a: int(x) for a, x, m in zip(agents, actions, masks[:, 1]) if m}
 
     def save(self, directory) -> None:
-        """Write ``model.zip`` and ``policy.json`` (algorithm, mask mode, env config) into ``directory``."""
+        """Write ``model.zip``, ``policy.json`` (algorithm, mask mode, env config, the statistics file) and,
+        with an ``obs_normalizer``, its statistics (:data:`OBS_NORMALIZATION_NAME`) into ``directory``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save(directory / "model.zip")
-        atomic_write_text(directory / "policy.json", json.dumps({
+        normalization = None
+        if self.obs_normalizer is not None:
+            normalization = OBS_NORMALIZATION_NAME
+            atomic_write(directory / normalization, functools.partial(pickle.dump, self.obs_normalizer))
+        atomic_write_json(directory / "policy.json", {
             "algorithm": self.algorithm, "mask": self.mask, "name": self.name, "env_config": self.env_config.to_dict(),
-        }, indent=2))
+            "obs_normalization": normalization,
+        })
 
     @classmethod
     def load(cls, directory) -> SB3Policy:
         """Inverse of :meth:`save`.
 
         Raises:
-            FileNotFoundError: no ``policy.json`` in ``directory``. ValueError: an unknown algorithm.
+            FileNotFoundError: no ``policy.json`` in ``directory``, or no statistics file where ``policy.json``
+                names one. ValueError: an unknown algorithm.
         """
         directory = Path(directory)
         if not (directory / "policy.json").is_file():
             raise FileNotFoundError(f"no SB3 policy in {directory} (expected policy.json and model.zip)")
         meta = json.loads((directory / "policy.json").read_text())
         model = _sb3_class(meta["algorithm"]).load(directory / "model.zip", device="cpu")
-        return cls(model, meta["algorithm"], meta["mask"], EnvConfig.from_dict(meta["env_config"]), meta["name"])
+        normalizer = None
+        if meta.get("obs_normalization"):
+            path = directory / meta["obs_normalization"]
+            if not path.is_file():
+                raise FileNotFoundError(f"{directory / 'policy.json'} names VecNormalize statistics {path}, which "
+                                        f"is missing: the model acts on normalised observations")
+            with open(path, "rb") as handle:  # SB3's own format (VecNormalize.load without a venv)
+                normalizer = pickle.load(handle)
+            normalizer.training = False
+        return cls(model, meta["algorithm"], meta["mask"], EnvConfig.from_dict(meta["env_config"]), meta["name"],
+                   normalizer)

@@ -11,10 +11,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write_json, atomic_write_text
 from fedenv.registry import MODELS
 from fedenv.traces import DEFAULT_TRACE, SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces.generate import (
@@ -75,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--behave goes with --fedscale")
             document = (import_fedscale(args.fedscale, args.behave, args.reference_model) if args.fedscale
                         else import_csv(args.csv, args.reference_model))
-            atomic_write_text(args.out, json.dumps(document, indent=1))
+            atomic_write_json(args.out, document)
             print(f"wrote {len(document['clients'])} clients to {args.out}")
         elif args.command == "inspect":
             print(summary_text(load_trace(args.trace)))

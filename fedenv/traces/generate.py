@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedenv.fileio import atomic_write_text
+from fedenv.fileio import atomic_write_text, json_text
 from fedenv.models import count_macs
 from fedenv.traces.loading import PHYSICAL_RANGES
 from fedenv.traces.schema import TRACE_FORMAT, TRACE_VERSION
@@ -233,6 +233,6 @@ def generate_trace(devices: list[dict], num_clients: int = 100, num_rounds: int 
 def dumps_trace(document: dict) -> str:
     """Serialise a trace document deterministically: header indented, one line per client."""
     header = {k: v for k, v in document.items() if k != "clients"}
-    text = json.dumps(header, indent=1)[:-2]
-    lines = [json.dumps(client, separators=(",", ":")) for client in document["clients"]]
+    text = json_text(header, indent=1)[:-2]
+    lines = [json_text(client, separators=(",", ":")) for client in document["clients"]]
     return text + ',\n "clients": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
