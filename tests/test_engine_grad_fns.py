@@ -142,6 +142,7 @@ def test_cpu_chunks_update_each_clients_batchnorm_statistics_in_place():
     assert not torch.equal(buffers["1.running_mean"][0], buffers["1.running_mean"][1])
 
 
+FLOAT32_EPS = torch.finfo(torch.float32).eps
 STEP_CONFIGS = [
     LocalTrainingConfig(batch_size=16, lr=0.05),
     LocalTrainingConfig(batch_size=16, lr=0.02, momentum=0.9),
@@ -171,8 +172,9 @@ def test_fused_mlp_step_equals_gradients_then_the_sgd_update(config):
     fused = stepped(grad_fn.sgd_step, params, config, x, y, valid, anchor)
     plain = stepped(unfused, params, config, x, y, valid, anchor)
     for name in params:
-        assert torch.allclose(fused[0][name], plain[0][name], atol=1e-7, rtol=0), name
-        assert torch.allclose(fused[1][name], plain[1][name], atol=1e-7, rtol=0), name
+        # equal up to float32 rounding: a few units in the last place of values up to about 1.5
+        assert torch.allclose(fused[0][name], plain[0][name], atol=1e-7, rtol=4 * FLOAT32_EPS), name
+        assert torch.allclose(fused[1][name], plain[1][name], atol=1e-7, rtol=4 * FLOAT32_EPS), name
         assert not torch.equal(fused[0][name], params[name])
     assert torch.allclose(fused[2], plain[2], atol=1e-6)
     assert sgd_step_of(grad_fn) is grad_fn.sgd_step
