@@ -19,8 +19,9 @@ class RayOptions:
             the cluster.
         worker_gpus: GPUs each worker (evaluation task or rollout actor) reserves; fractions share a GPU
             (0.25: four workers per GPU).
-        sync: training only: every worker plays a fixed list of episodes per iteration and the learner
-            consumes them in a fixed order, so that a run is reproducible (``agents.ray_training``).
+        sync: training only: the workers host the federations and the learner chooses every federation's
+            actions each round with its current weights, as in a local run, so that a run is reproducible;
+            with one worker it trains the local run's weights (``agents.ray_training``).
     """
 
     address: str
@@ -52,9 +53,9 @@ def add_ray_arguments(parser: argparse.ArgumentParser, training: bool = False) -
                        help="GPUs per worker; fractions put several workers on one GPU (default: %(default)s)")
     if training:
         group.add_argument("--sync", action="store_true",
-                           help="reproducible distributed training: every worker plays fixed episodes per "
-                                "iteration with the same weights, consumed in worker order (slower: the "
-                                "learner waits for the slowest worker)")
+                           help="reproducible distributed training: the learner chooses every federation's "
+                                "actions each round with its current weights, as locally; one worker trains "
+                                "the local run's weights (slower: one round trip per FL round)")
 
 
 def ray_options_from_args(args: argparse.Namespace) -> RayOptions | None:
