@@ -15,53 +15,10 @@ YAML that ``--config`` reads (the measured sums as comments).
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
-from fedenv.baselines import FedAvgPolicy
+from fedenv.calibration import CALIBRATION_SEEDS, calibration_env
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
-from fedenv.config import EnvConfig
 from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_calibration
-from fedenv.env import ClientSelectionEnv
-from fedenv.evaluation import run_episode
-from fedenv.reward import utility
-
-CALIBRATION_SEEDS = (10000, 10001, 10002, 10003, 10004)
-
-
-def calibration_env(config: EnvConfig) -> ClientSelectionEnv:
-    """The federation of ``config`` with reward weights ``(1, 0, 0)``, built (so checked: data, trace,
-    model, partition) before anything is measured.
-
-    Raises:
-        ValueError, FileNotFoundError: what :class:`~fedenv.env.ClientSelectionEnv` raises for ``config``.
-    """
-    return ClientSelectionEnv(dataclasses.replace(config, accuracy_weight=1.0, latency_weight=0.0, comm_weight=0.0))
-
-
-def calibrate_weights(config: EnvConfig, seeds=CALIBRATION_SEEDS, share: float = 0.25,
-                      env: ClientSelectionEnv | None = None) -> dict:
-    """Measure FedAvg on ``seeds`` and return the weights and the measured sums.
-
-    Args:
-        env: the :func:`calibration_env` of ``config`` when already built.
-
-    Returns:
-        ``{"latency_weight", "comm_weight", "accuracy_term", "latency_s", "comm_mb"}`` (means over seeds).
-    """
-    env = env or calibration_env(config)
-    accuracy_terms, latencies, uploads = [], [], []
-    for seed in seeds:
-        record = run_episode(env, FedAvgPolicy(), seed)
-        gain = utility(record.final_accuracy, config.utility) - utility(record.accuracy[0], config.utility)
-        accuracy_terms.append(gain)
-        latencies.append(record.total_latency_s)
-        uploads.append(record.total_comm_mb)
-    accuracy, latency, upload = float(np.mean(accuracy_terms)), float(np.mean(latencies)), float(np.mean(uploads))
-    return {"latency_weight": share * accuracy / latency, "comm_weight": share * accuracy / upload,
-            "accuracy_term": accuracy, "latency_s": latency, "comm_mb": upload}
 
 
 def build_parser() -> FlagParser:

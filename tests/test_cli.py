@@ -203,13 +203,13 @@ def test_resume_refuses_configuration_flags(tmp_path, capsys):
 
 
 def test_calibrate_prints_weights_that_config_files_read(tmp_path, capsys):
-    from fedenv import calibrate
+    from fedenv import calibrate, calibration
 
     calibrate.main(["--seeds", "10000", "--num-rounds", "2", "--num-clients", "4", "--clients-per-round", "4"])
     path = tmp_path / "weights.yaml"
     path.write_text(capsys.readouterr().out)
     args = parse_with_config_file(train_agents.build_parser(), ["--config", str(path)])
-    measured = calibrate.calibrate_weights(EnvConfig(num_rounds=2, num_clients=4, clients_per_round=4), [10000])
+    measured = calibration.calibrate_weights(EnvConfig(num_rounds=2, num_clients=4, clients_per_round=4), [10000])
     assert args.latency_weight == pytest.approx(measured["latency_weight"], rel=1e-5)
     assert args.comm_weight == pytest.approx(measured["comm_weight"], rel=1e-5)
     with pytest.raises(SystemExit):

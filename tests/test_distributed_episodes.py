@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import evaluate  # noqa: E402
-from fedenv.calibrate import calibrate_weights  # noqa: E402
+from fedenv.calibration import calibrate_weights  # noqa: E402
 from fedenv.distributed import RayOptions, ray_options_from_args  # noqa: E402
 from fedenv.distributed.episodes import calibrate_weights_on_ray  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402

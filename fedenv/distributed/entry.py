@@ -23,10 +23,10 @@ def run_compare(options: RayOptions | None, env_config, policies, seeds, out_dir
 
 
 def run_calibration(options: RayOptions | None, config, seeds, share: float, env=None) -> dict:
-    """:func:`fedenv.calibrate.calibrate_weights` (``options`` None; ``env``: the environment already built
+    """:func:`fedenv.calibration.calibrate_weights` (``options`` None; ``env``: the environment already built
     for ``config``, or None) or :func:`fedenv.distributed.episodes.calibrate_weights_on_ray`."""
     if options is None:
-        from fedenv.calibrate import calibrate_weights
+        from fedenv.calibration import calibrate_weights
 
         return calibrate_weights(config, seeds, share, env)
     from fedenv.distributed.episodes import calibrate_weights_on_ray

@@ -1,5 +1,5 @@
 """Evaluation episodes as Ray tasks: every (policy, seed) episode runs as one task, with the same records
-as :func:`fedenv.evaluation.evaluate_policies` and :func:`fedenv.calibrate.calibrate_weights` give locally.
+as :func:`fedenv.evaluation.evaluate_policies` and :func:`fedenv.calibration.calibrate_weights` give locally.
 
 Policies travel to the workers pickled (once per policy, through the object store), so they must be
 picklable: the baselines and the VDN :class:`~agents.policy.GreedyPolicy` (its Q-network) are. A worker
@@ -79,14 +79,14 @@ def evaluate_policies_on_ray(env_config: EnvConfig, policies: list[Policy], seed
 
 
 def calibrate_weights_on_ray(config: EnvConfig, seeds, share: float, options: RayOptions) -> dict:
-    """:func:`fedenv.calibrate.calibrate_weights` with one Ray task per seed: each task measures its seed
+    """:func:`fedenv.calibration.calibrate_weights` with one Ray task per seed: each task measures its seed
     with ``calibrate_weights(config, [seed], share)``; the sums are averaged over seeds here and the
     weights computed from the means as there (``w2 = share * A / L``, ``w3 = share * A / C``).
 
     Returns:
         The same dictionary as ``calibrate_weights(config, seeds, share)``.
     """
-    from fedenv.calibrate import calibrate_weights
+    from fedenv.calibration import calibrate_weights
 
     start_ray(options)
     task = ray.remote(num_cpus=1, num_gpus=options.worker_gpus)(calibrate_weights)

@@ -20,7 +20,8 @@ data, global model, aggregation and evaluation), :mod:`~fedenv.engine.requests` 
 
 from fedenv.engine.device import resolve_device
 from fedenv.engine.grad_fns import CPU_CHUNK_BYTES, GradFn, batched_grad_fn
-from fedenv.engine.local_sgd import LocalTrainingConfig, TrainResult, train_batched
+from fedenv.engine.local_sgd import TrainResult, train_batched
+from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.reference import train_reference
 from fedenv.engine.requests import EnvProcess, TrainRequest, train_together
 from fedenv.engine.schedule import Schedule, make_schedule

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fedenv.engine.local_sgd import LocalTrainingConfig, TrainResult, check_buffers
+from fedenv.engine.local_sgd import TrainResult, check_buffers
+from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.schedule import Schedule
 
 

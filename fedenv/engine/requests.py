@@ -11,18 +11,38 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
 
+from fedenv.engine.grad_fns import GradFn
 from fedenv.engine.local_sgd import TrainResult, train_batched
+from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.schedule import join_schedules, make_schedule
 
-if TYPE_CHECKING:
-    from fedenv.engine.server import Federation
-
 T = TypeVar("T")
+
+
+class TrainingFederation(Protocol):
+    """What serving a request reads of its federation (:class:`fedenv.engine.server.Federation` is one).
+
+    Attributes:
+        model: the model structure; grad_fn: its batched gradient path; config: the optimiser settings.
+        train_x, train_y: the training tensors (shared by federations trained together).
+        client_indices: each client's rows of ``train_x``; drop_last: drop partial batches (BatchNorm).
+        global_params, global_buffers: ``name -> (*shape)`` the global model, the starting point.
+    """
+
+    model: torch.nn.Module
+    grad_fn: GradFn
+    config: LocalTrainingConfig
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    client_indices: list[np.ndarray]
+    drop_last: bool
+    global_params: dict[str, torch.Tensor]
+    global_buffers: dict[str, torch.Tensor]
 
 
 @dataclass
@@ -37,7 +57,7 @@ class TrainRequest:
         start: previous result for the same clients (continues their weights and momentum), or None.
     """
 
-    federation: Federation
+    federation: TrainingFederation
     clients: np.ndarray
     epochs: int
     generators: list[torch.Generator]

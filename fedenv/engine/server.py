@@ -12,7 +12,8 @@ from fedenv.aggregation import AggregationResult, AggregationRule, FedAvg, Uploa
 from fedenv.config import EnvConfig
 from fedenv.data import Dataset
 from fedenv.engine.grad_fns import batched_grad_fn
-from fedenv.engine.local_sgd import LocalTrainingConfig, TrainResult, take_rows
+from fedenv.engine.local_sgd import TrainResult, take_rows
+from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.requests import TrainRequest, train_together
 from fedenv.models import has_batchnorm
 

@@ -8,14 +8,12 @@ computes the gradients and applies :func:`sgd_update`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import torch
 
 from fedenv.engine.grad_fns.base import GradFn
-
-if TYPE_CHECKING:
-    from fedenv.engine.local_sgd import LocalTrainingConfig
+from fedenv.engine.optimiser import LocalTrainingConfig
 
 
 class StepFn(Protocol):
@@ -28,7 +26,7 @@ class StepFn(Protocol):
         anchor: ``name -> (K, *shape)`` each client's FedProx anchor, or ``name -> (*shape)`` one for
             all (used only when ``config.fedprox_mu`` is set).
         buffers, x, y, valid: as :class:`~fedenv.engine.grad_fns.base.GradFn` takes them.
-        config: the optimiser settings (:class:`~fedenv.engine.local_sgd.LocalTrainingConfig`).
+        config: the optimiser settings (:class:`~fedenv.engine.optimiser.LocalTrainingConfig`).
 
     Returns:
         ``ce`` ``(K, B)``: the per-sample cross-entropies before the step (0 where padded).
