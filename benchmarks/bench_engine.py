@@ -44,6 +44,12 @@ slower); ``OMP_NUM_THREADS=1`` then gives steadier ratios.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import concurrent.futures
 import copy
@@ -51,11 +57,9 @@ import multiprocessing
 import os
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch

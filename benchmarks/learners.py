@@ -21,9 +21,14 @@ Writes ``table.csv`` (``learner, status, train_s`` and :func:`benchmarks.common.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import time
-from pathlib import Path
 
 from benchmarks.common import (
     PRINTED,

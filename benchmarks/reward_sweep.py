@@ -14,8 +14,13 @@ latency and against total upload, one point per scale for VDN and FedAvg's point
 
 from __future__ import annotations
 
-import argparse
+import sys
 from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import argparse
 
 from benchmarks.common import (
     PRINTED,

@@ -21,8 +21,13 @@ FedAvg's latency and upload to the schedule's) and ``episodes.json`` (:mod:`benc
 
 from __future__ import annotations
 
-import argparse
+import sys
 from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import argparse
 
 import numpy as np
 

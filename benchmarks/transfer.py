@@ -32,9 +32,14 @@ samples); the embedded ``mnist5k`` has too few digits for that, hence full MNIST
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import dataclasses
-from pathlib import Path
 
 from benchmarks.common import (
     PRINTED,
