@@ -35,7 +35,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from fedenv.baselines import DEFAULT_SELECT_FRACTION, make_policy, options_for
+from fedenv.baselines import DEFAULT_SELECT_FRACTION, compared_policies, make_policy, options_for
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_compare
@@ -66,8 +66,9 @@ def build_parser() -> FlagParser:
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
     parser.add_argument("--policies", default=None, metavar="NAMES",
-                        help=f"policies to compare, comma-separated, or 'all'; allowed: {', '.join(POLICIES.names())}, "
-                             "vdn (default: fedavg,random, and vdn when --checkpoint is given)")
+                        help=f"policies to compare, comma-separated, or 'all' ({', '.join(compared_policies())}, and "
+                             f"vdn with --checkpoint); allowed: {', '.join(POLICIES.names())}, vdn (default: "
+                             "fedavg,random, and vdn when --checkpoint is given)")
     parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
                         help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
                              "each round (default: %(default)s, FedCM's 8 of 20 clients)")
@@ -149,7 +150,7 @@ def policy_names(spec: str | None, learned: bool) -> list[str]:
         ValueError: an unknown name (the message lists the allowed ones), or vdn without a checkpoint.
     """
     if spec == "all":
-        names = [*POLICIES.names(), *(["vdn"] if learned else [])]
+        names = [*compared_policies(), *(["vdn"] if learned else [])]
     else:
         names = spec.split(",") if spec else ["fedavg", "random", *(["vdn"] if learned else [])]
     allowed = [*POLICIES.names(), "vdn"]

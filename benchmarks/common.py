@@ -28,7 +28,7 @@ from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
-from fedenv.baselines import Policy, make_policy
+from fedenv.baselines import Policy, compared_policies, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import EpisodeRecord, evaluate_policies, per_episode_metrics
 from fedenv.fileio import atomic_write_json
@@ -62,7 +62,8 @@ def add_study_arguments(parser: argparse.ArgumentParser, episodes: int) -> None:
                         help="evaluate on a fixed subset of this many test samples (EnvConfig.test_samples)")
     parser.add_argument("--device", default="auto", help="torch device of the FL engine")
     parser.add_argument("--fixed", default=None,
-                        help="comma-separated fixed policies (default: all registered; --quick: fedavg,random,fastest)")
+                        help="comma-separated fixed policies (default: those of evaluate.py --policies all; --quick: "
+                             "fedavg,random,fastest)")
     parser.add_argument("--out", required=True, help="output folder (table.csv, episodes.json)")
 
 
@@ -101,7 +102,7 @@ def fixed_names(args: argparse.Namespace) -> list[str]:
     if args.fixed:
         names = [n.strip() for n in args.fixed.split(",") if n.strip()]
     else:
-        names = list(QUICK_FIXED if args.quick else POLICIES.names())
+        names = list(QUICK_FIXED if args.quick else compared_policies())
     for name in names:
         POLICIES.get(name)
     if "fedavg" not in names:
@@ -124,21 +125,20 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
 def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
-    A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights (online and target network);
+    A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
+    (:meth:`~agents.trainer.Trainer.initialise_from`: online and target network);
     exploration starts at the checkpoint's final epsilon (the policy is already trained) and gradient
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
     run (FedMarl's 10 episodes) trains at all.
 
     Raises:
-        ValueError: the checkpoint's observation layout differs from ``config``'s.
+        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s.
     """
     document = load_checkpoint(checkpoint)
     vdn = document["vdn_config"]
     vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
     trainer = Trainer(config, vdn, episodes, seed)
-    GreedyPolicy(trainer.learner.q, document["feature_names"], config).check_layout(trainer.env.feature_names)
-    trainer.learner.q.load_state_dict(document["q_state"])
-    trainer.learner.target.load_state_dict(document["q_state"])
+    trainer.initialise_from(document)
     while trainer.episode < episodes:
         trainer.play_episodes()
     return trainer.greedy_policy()

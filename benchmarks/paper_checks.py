@@ -41,7 +41,7 @@ import time
 import numpy as np
 import torch
 
-from fedenv.baselines import FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedCMTS, SelectAll
+from fedenv.baselines import Configured, FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedCMTS
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
 from fedenv.evaluation.rollout import EpisodeRecord
@@ -49,14 +49,6 @@ from fedenv.evaluation.rollout import EpisodeRecord
 FEDPROX_MUS = (0.001, 0.01, 0.1, 1.0)
 """FedProx's candidate set for mu (Li et al., MLSys 2020, Sec. 5.3.2, "Choosing mu")."""
 CHECKS = ("fedadp", "fedcm", "fedprox")
-
-
-class Configured(SelectAll):
-    """Every candidate uploads; ``env_overrides`` set per instance (FedPdp, FedProx at one mu)."""
-
-    def __init__(self, name: str, env_overrides: dict):
-        self.name = name
-        self.env_overrides = env_overrides
 
 
 def speedups(records: dict[str, list[EpisodeRecord]], reference: str = "fedavg") -> dict[str, list[float | None]]:

@@ -29,45 +29,13 @@ if not __package__:  # run as a file, python benchmarks/NAME.py: import this che
 
 import argparse
 
-import numpy as np
-
 from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, SUMMARY_METRICS, mean_of, scaled_weights, write_study
-from fedenv.baselines import Policy, make_policy
-from fedenv.baselines.base import candidates
+from fedenv.baselines import LateRoundsSchedule, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
 
 DEFAULT_GRID = "1:3,2:3,1:5,2:5,3:5,2:8"
 """``k:L`` pairs of the full run."""
-
-
-class LateRoundsSchedule(Policy):
-    """``k`` candidates drawn at random (seeded per episode) upload in each of the first ``num_rounds -
-    last_rounds`` rounds; every candidate uploads in the last ``last_rounds`` rounds.
-
-    Raises:
-        ValueError: ``k`` below 0 or ``last_rounds`` outside ``[0, num_rounds]``.
-    """
-
-    def __init__(self, k: int, last_rounds: int, num_rounds: int):
-        if k < 0 or not 0 <= last_rounds <= num_rounds:
-            raise ValueError(f"schedule k={k}, last_rounds={last_rounds}: need k >= 0 and 0 <= last_rounds <= "
-                             f"num_rounds={num_rounds}")
-        self.k, self.last_rounds, self.num_rounds = k, last_rounds, num_rounds
-        self.name = f"{k} random, all last {last_rounds}"
-        self.reset(0)
-
-    def reset(self, seed: int) -> None:
-        self.rng, self.round = np.random.default_rng([seed, 11]), 0
-
-    def act(self, observations, infos):
-        chosen = candidates(observations)
-        self.round += 1
-        if self.round > self.num_rounds - self.last_rounds:
-            selected = set(chosen)
-        else:
-            selected = set(self.rng.choice(chosen, size=min(self.k, len(chosen)), replace=False).tolist())
-        return {agent: int(agent in selected) for agent in chosen}
 
 
 def parse_grid(text: str) -> list[tuple[int, int]]:
@@ -113,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     config = EnvConfig(**QUICK_FEDERATION) if args.quick else EnvConfig(device="cpu")
     try:
         config = scaled_weights(config, args.weight_scale)
-        schedules = [LateRoundsSchedule(k, last, config.num_rounds)
+        schedules = [LateRoundsSchedule(k, last, config.num_rounds, name=f"{k} random, all last {last}")
                      for k, last in parse_grid("1:1" if args.quick else args.grid)]
     except ValueError as error:
         parser.error(str(error))

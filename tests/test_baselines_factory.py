@@ -15,8 +15,11 @@ def test_every_registered_policy_is_built_by_name_with_its_registered_name():
 
 
 def test_options_go_to_the_policies_that_take_them():
-    takes_fraction = {name for name in POLICIES.names() if "select_fraction" in policy_options(name)}
-    assert takes_fraction == {"fedcm-ucb", "fedcm-ts", "oort", "fastest"}
+    for name in POLICIES.names():
+        takes = policy_options(name) is None or "select_fraction" in policy_options(name)
+        assert options_for(name, select_fraction=0.3) == ({"select_fraction": 0.3} if takes else {})
+    assert {"fedcm-ucb", "fedcm-ts", "oort", "fastest"} <= {
+        name for name in POLICIES.names() if "select_fraction" in policy_options(name)}
     assert policy_options("fastest") == ("select_fraction",)
     assert policy_options("fedavg") == ()
     assert make_policy("fastest", select_fraction=0.3).select_fraction == 0.3
@@ -88,7 +91,7 @@ def test_every_baseline_runs_and_reports_its_aggregation(name):
     env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=3, **policy.env_overrides)
     record = run_episode(env, policy, seed=5)
     assert len(record.accuracy) == 4 and all(np.isfinite(record.reward))
-    if name in ("fedcm-ucb", "fedcm-ts", "oort", "fastest"):
+    if "select_fraction" in (policy_options(name) or ()):
         assert max(record.num_selected) <= 2
     env.reset(seed=5)
     _, _, _, _, infos = env.step({a: 1 for a in env.agents})

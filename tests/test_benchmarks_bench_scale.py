@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedenv.registry import POLICIES
+from fedenv.baselines import compared_policies
 
 pytest.importorskip("ray")
 
@@ -25,7 +25,7 @@ def test_quick_run_reports_threads_ratios_against_the_bars_and_identical_records
     out = done.stdout
     assert "this process: torch threads 1 (inter-op 1)" in out
     assert "warm-up played in this process and in 2 Ray worker processes (torch threads [1, 1])" in out
-    assert f"{len(POLICIES.names())} policies x 2 seeds" in out  # evaluate.py --policies all
+    assert f"{len(compared_policies())} policies x 2 seeds" in out  # evaluate.py --policies all
     assert re.search(r"speed-up \d+\.\d\dx \(bar 1\.6x: (met|NOT met)\); identical records: True", out)
     assert re.search(r"2 rollout actors \(torch threads \[1, 1\]\) .* speed-up \d+\.\d\dx \(bar 1\.5x: (met|NOT met)\)",
                      out)

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from fedenv.baselines import compared_policies
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = importlib.util.spec_from_file_location("readme_results", ROOT / "benchmarks" / "readme_results.py")
 readme_results = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(readme_results)
 
-POLICIES = ["fedavg", "random", "fedprox", "fedca", "fedcm-ucb", "fedcm-ts", "fedadp", "oort", "fastest", "vdn"]
+POLICIES = [*compared_policies(), "vdn"]
+"""The rows of the tables: what ``evaluate.py --policies all`` compares with a checkpoint."""
 
 
 def table_rows(block: str, header: str) -> dict[str, list[str]]:

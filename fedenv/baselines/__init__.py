@@ -13,16 +13,25 @@ from fedenv.baselines.base import (
     predicted_duration_s,
     select_count,
 )
-from fedenv.baselines.factory import make_policy, options_for, policy_options
+from fedenv.baselines.factory import compared_policies, make_policy, options_for, policy_options
 from fedenv.baselines.fastest import Fastest
 from fedenv.baselines.fedcm import BanditPolicy, FedCMTS, FedCMUCB
 from fedenv.baselines.oort import Oort, oort_utility
 from fedenv.baselines.random_selection import RandomPolicy
-from fedenv.baselines.select_all import FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedProxPolicy, SelectAll
+from fedenv.baselines.schedule import LateRoundsSchedule
+from fedenv.baselines.select_all import (
+    Configured,
+    FedAdpPolicy,
+    FedAvgPolicy,
+    FedCAPolicy,
+    FedProxPolicy,
+    SelectAll,
+)
 
 __all__ = [
     "DEFAULT_SELECT_FRACTION",
     "BanditPolicy",
+    "Configured",
     "Fastest",
     "FedAdpPolicy",
     "FedAvgPolicy",
@@ -30,12 +39,14 @@ __all__ = [
     "FedCMTS",
     "FedCMUCB",
     "FedProxPolicy",
+    "LateRoundsSchedule",
     "Oort",
     "Policy",
     "RandomPolicy",
     "SelectAll",
     "candidates",
     "check_select_fraction",
+    "compared_policies",
     "expected_duration_s",
     "make_policy",
     "oort_utility",

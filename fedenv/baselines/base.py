@@ -59,12 +59,16 @@ class Policy(ABC):
             bandits keep statistics per client): without probing the runner then makes every online
             client a candidate (``clients_per_round = num_clients``); with probing it keeps the env's
             random candidates and warns.
+        compared: whether ``evaluate.py --policies all`` and the studies' comparisons with every fixed
+            policy include it (:func:`~fedenv.baselines.factory.compared_policies`); False for policies
+            that only make sense with options (a schedule, a sweep's settings).
     """
 
     name = "policy"
     env_overrides: ClassVar[dict[str, Any]] = {}
     probes: ClassVar[bool] = False
     selects_from_all_online: ClassVar[bool] = False
+    compared: ClassVar[bool] = True
 
     def reset(self, seed: int) -> None:  # noqa: B027 - optional no-op hook
         """Called before each episode with the episode's seed (seed any randomness from it)."""

@@ -50,3 +50,9 @@ def make_policy(name: str, **options) -> Policy:
         raise ValueError(f"policy {name!r} takes no option {', '.join(map(repr, unknown))}; "
                          f"it takes: {', '.join(accepted) or 'none'}")
     return POLICIES.get(name)(**options)
+
+
+def compared_policies() -> tuple[str, ...]:
+    """The registered policies that ``--policies all`` compares: those whose class does not set
+    ``compared = False`` (:attr:`~fedenv.baselines.base.Policy.compared`), in registration order."""
+    return tuple(name for name in POLICIES if getattr(POLICIES.get(name), "compared", True))

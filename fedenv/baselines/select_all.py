@@ -46,3 +46,21 @@ class FedAdpPolicy(SelectAll):
 
     name = "fedadp"
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedadp", "lr_decay": 0.995}
+
+
+class Configured(SelectAll):
+    """Every candidate uploads, in the environment settings given per instance: a baseline written as its
+    settings, for sweeps (``benchmarks/paper_checks.py``: FedPdp; FedProx at each mu). Not part of
+    ``--policies all`` (:attr:`Policy.compared`).
+
+    Args:
+        name: its name in tables.
+        env_overrides: :class:`~fedenv.config.EnvConfig` fields it runs with, e.g.
+            ``{"aggregation": "fedavg", "fedprox_mu": 1.0}``.
+    """
+
+    compared: ClassVar[bool] = False
+
+    def __init__(self, name: str = "select-all", env_overrides: dict[str, Any] | None = None):
+        self.name = name
+        self.env_overrides = dict(env_overrides or {})
