@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from fedenv.config import CHOICES, EnvConfig
+from fedenv.config import CHOICES, COMPONENTS, EnvConfig
+from fedenv.options import allowed_text, options_class
 from fedenv.presets import PRESETS, apply_preset
 
 
@@ -67,7 +68,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
     hints = typing.get_type_hints(cls)
     groups = {}
     for f in dataclasses.fields(cls):
-        if f.name in skip:
+        if f.name in skip or typing.get_origin(hints[f.name]) is dict:  # mappings: set by their own flags
             continue
         group = f.metadata.get("group")
         title = group or f"{cls.__name__} fields"
@@ -97,19 +98,73 @@ def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = 
 
 
 def add_env_arguments(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
-    """``--preset`` and one flag per :class:`EnvConfig` field (but those named in ``skip``)."""
+    """``--preset``, one flag per :class:`EnvConfig` field (but those named in ``skip``) and one per option
+    of every registered component (:func:`add_component_arguments`)."""
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="a paper task of FedMarl's evaluation (fedenv.presets: 100 clients, 10 candidates, "
                              "5 local epochs, the task's dataset and model); other flags override its values")
     add_dataclass_arguments(parser, EnvConfig, skip=skip, allowed=CHOICES)
+    add_component_arguments(parser)
+
+
+def component_flags() -> dict[str, tuple[str, str, dataclasses.Field]]:
+    """``dest -> (kind, component name, option field)`` for every option of every registered component of
+    :data:`~fedenv.config.COMPONENTS` that declares ``Options``: the flag ``--NAME-OPTION`` (dashes), dest
+    ``NAME_OPTION`` (underscores, as config-file keys are normalised)."""
+    flags = {}
+    for kind, registry in COMPONENTS.items():
+        for name in registry:
+            options = options_class(registry.get(name))
+            for f in dataclasses.fields(options) if options is not None else ():
+                flags[f"{name}_{f.name}".replace("-", "_")] = (kind, name, f)
+    return flags
+
+
+def add_component_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag ``--NAME-OPTION`` per option of every registered component (:func:`component_flags`), in
+    the argument group ``"<kind> NAME options"``, with the option's help, range and default."""
+    groups = {}
+    for dest, (kind, name, f) in component_flags().items():
+        registry = COMPONENTS[kind]
+        if (kind, name) not in groups:
+            groups[kind, name] = parser.add_argument_group(
+                f"{registry.kind} {name} options", f"apply with --{kind.replace('_', '-')} {name}")
+        hint = typing.get_type_hints(options_class(registry.get(name)))[f.name]
+        allowed = allowed_text(f)
+        help_text = f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} (default: {f.default})"
+        kwargs = {"action": argparse.BooleanOptionalAction} if hint is bool else {"type": _flag_type(hint)}
+        groups[kind, name].add_argument("--" + dest.replace("_", "-"), dest=dest, default=None,
+                                        help=help_text.replace("%", "%%"), **kwargs)
+
+
+def component_options_from_args(args: argparse.Namespace, config: EnvConfig, base: EnvConfig) -> EnvConfig:
+    """``config`` with the component-option flags given in ``args`` put into its ``<kind>_options``: kept
+    from ``base`` while the component is ``base``'s, else started afresh.
+
+    Raises:
+        ValueError: a flag of a component that the configuration does not use (names the flag, its
+            component and the one in use): nothing given is dropped silently.
+    """
+    values = {kind: dict(getattr(base, f"{kind}_options")) if getattr(config, kind) == getattr(base, kind) else {}
+              for kind in COMPONENTS}
+    for dest, (kind, name, f) in component_flags().items():
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        if getattr(config, kind) != name:
+            raise ValueError(f"--{dest.replace('_', '-')} is an option of {COMPONENTS[kind].kind} {name!r}, but "
+                             f"{kind}={getattr(config, kind)!r}: give --{kind.replace('_', '-')} {name} with it")
+        values[kind][f.name] = value
+    return dataclasses.replace(config, **{f"{kind}_options": values[kind] for kind in COMPONENTS})
 
 
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:
     """The validated :class:`EnvConfig` of the parsed flags: ``base`` (default :class:`EnvConfig`), then
-    the ``--preset`` fields, then the flags given."""
+    the ``--preset`` fields, then the flags given (component options included)."""
     if getattr(args, "preset", None):
         base = apply_preset(args.preset, base)
-    return dataclass_from_args(EnvConfig, args, base).validate()
+    base = base if base is not None else EnvConfig()
+    return component_options_from_args(args, dataclass_from_args(EnvConfig, args, base), base).validate()
 
 
 def load_config_file(path: str | Path) -> dict:

@@ -12,10 +12,12 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from fedenv.fileio import json_text
+from fedenv.options import build_options, options_class
 from fedenv.plain import infinities_from_json, plain_fields
-from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS
+from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS, Registry
 
 UTILITIES = ("exp64", "linear")
 """Accuracy utilities of the reward (:func:`fedenv.reward.utility`)."""
@@ -31,6 +33,10 @@ CHOICES = {
     "aggregation": AGGREGATION_RULES, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES, "engine": ENGINES,
 }
 """The allowed values of the :class:`EnvConfig` fields that take a name (registries list their names)."""
+COMPONENTS: dict[str, Registry] = {"dataset": DATASETS, "partition": PARTITIONERS, "model": MODELS,
+                                   "aggregation": AGGREGATION_RULES}
+"""The :class:`EnvConfig` fields naming a registered component that may declare typed options
+(:mod:`fedenv.options`); the chosen component's options are the field ``<field>_options``."""
 
 FEDERATION = "federation and data"
 LOCAL_TRAINING = "local training"
@@ -51,6 +57,13 @@ COUNTS = ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "bat
 """Fields of :class:`EnvConfig` that must be integers >= 1."""
 OPTIONAL_COUNTS = ("train_samples", "test_samples")
 """Fields of :class:`EnvConfig` that must be integers >= 1 or None."""
+
+
+def _options_metadata(kind: str) -> dict:
+    """``metadata`` of the field holding the chosen ``kind`` component's options (they have no flag of
+    their own: :func:`fedenv.cli.add_component_arguments` makes one per option)."""
+    return {"help": f"options of the chosen {COMPONENTS[kind].kind}, name -> value, as its Options dataclass "
+                    "declares them (fedenv.options); on the command line --NAME-OPTION", "group": "options"}
 
 
 def _check_counts(config) -> None:
@@ -218,6 +231,12 @@ class EnvConfig:
         "weight-gradient products: faster steps whose results differ from auto's by float rounding, so "
         "trained agents differ from auto's) or vmap (always torch.func; for benchmarks and ablations)"))
 
+    # ---------------------------------------------------------------- options of the chosen components
+    dataset_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("dataset"))
+    partition_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("partition"))
+    model_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("model"))
+    aggregation_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("aggregation"))
+
     def __post_init__(self):
         """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`);
         ``round_deadline_s=inf`` becomes None, its one spelling (no deadline: both mean the same, and a
@@ -235,6 +254,8 @@ class EnvConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
+        for kind in COMPONENTS:
+            self.component_options(kind)
         _check_counts(self)
         if self.clients_per_round > self.num_clients:
             raise ValueError(
@@ -259,6 +280,18 @@ class EnvConfig:
         if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:
             raise ValueError(f"target_accuracy={self.target_accuracy!r} must be in (0, 1] or None")
         return self
+
+    def component_options(self, kind: str):
+        """The typed options (an instance of its ``Options`` dataclass, or None when it declares none) of
+        the chosen ``kind`` component (a key of :data:`COMPONENTS`: ``"aggregation"`` is
+        ``self.aggregation``), built from ``self.<kind>_options`` with defaults for the rest.
+
+        Raises:
+            ValueError: an option the component does not take, or a value outside an option's range.
+        """
+        registry, name = COMPONENTS[kind], getattr(self, kind)
+        return build_options(f"{registry.kind} {name!r}", options_class(registry.get(name)),
+                             getattr(self, f"{kind}_options"))
 
     def to_dict(self) -> dict:
         """Plain dict of the fields (JSON-serialisable)."""

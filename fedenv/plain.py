@@ -17,7 +17,7 @@ import numpy as np
 
 def plain_value(name: str, value, hint):
     """``value`` as the plain Python type of ``hint``: ``int``, ``float``, ``bool``, ``str``,
-    ``tuple[int, ...]``, or one of them ``| None``.
+    ``tuple[int, ...]``, ``dict[str, ...]`` (numpy scalar values made plain), or one of them ``| None``.
 
     Raises:
         ValueError: ``value`` is not of that type (names ``name``, the value and the type expected);
@@ -29,6 +29,10 @@ def plain_value(name: str, value, hint):
     if value is None and type(None) in options:
         return None
     hint = next(option for option in options if option is not type(None))
+    if typing.get_origin(hint) is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ValueError(f"{name}={value!r} must be a mapping of option names to values")
+        return {k: v.item() if isinstance(v, (np.generic, np.ndarray)) else v for k, v in value.items()}
     if typing.get_origin(hint) is tuple:
         if not isinstance(value, (tuple, list, np.ndarray)):
             raise ValueError(f"{name}={value!r} must be a sequence of integers")

@@ -125,6 +125,8 @@ AGGREGATION_RULES.register("fedavg", "fedenv.aggregation.fedavg:FedAvg")
 AGGREGATION_RULES.register("fedpdp", "fedenv.aggregation.fedpdp:FedPdp")
 AGGREGATION_RULES.register("fedca", "fedenv.aggregation.fedca:FedCA")
 AGGREGATION_RULES.register("fedadp", "fedenv.aggregation.fedadp:FedAdp")
+AGGREGATION_RULES.register("trimmed-mean", "fedenv.aggregation.trimmed_mean:TrimmedMean")
+AGGREGATION_RULES.register("median", "fedenv.aggregation.trimmed_mean:Median")
 
 # ---------------------------------------------------------------- selection policies (fedenv/baselines/)
 POLICIES: Registry = Registry("policy")

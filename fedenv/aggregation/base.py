@@ -1,25 +1,31 @@
-"""What an aggregation rule is: it sees the round's uploads and says which to keep and with what weights.
+"""What an aggregation rule is: it sees the round's uploads and returns the new global model.
 
 The server (:meth:`fedenv.engine.server.Federation.aggregate`) leaves out uploads holding a non-finite
-value, calls :meth:`AggregationRule.weights` on the others, and sets the global model to
-``sum_k weight_k * w_k`` over the kept uploads, with the weights as the rule gives them. Rules return
-weights summing to 1 over the kept uploads, so the global model is a convex combination of them; only
-``EnvConfig.fedpdp_unnormalised`` (FedPdp and FedCA in the papers' literal form) breaks this on purpose.
-BatchNorm running statistics are averaged with the weights normalised to sum to 1.
+value and calls :meth:`AggregationRule.aggregate` on the others; the rule returns an
+:class:`AggregationResult`: the new global model (parameters and BatchNorm statistics), which uploads it
+used and with what weight (in the manner of Flower's ``Strategy.aggregate_fit``, which returns the new
+parameters). A rule of today's kind, a weighted sum of the uploads, implements :meth:`AggregationRule.weights`
+only; the base class then forms ``sum_k weight_k * w_k`` over the kept uploads (:func:`weighted_result`).
+Those rules return weights summing to 1 over the kept uploads, so the global model is a convex
+combination of them; only ``EnvConfig.fedpdp_unnormalised`` (FedPdp and FedCA in the papers' literal
+form) breaks this on purpose. BatchNorm running statistics are averaged with the weights normalised to
+sum to 1. A rule that is not a weighted sum (coordinate-wise median, trimmed mean:
+:mod:`fedenv.aggregation.trimmed_mean`) implements :meth:`AggregationRule.aggregate` itself.
 
 A new rule is one module with a subclass of :class:`AggregationRule` and one registration line in
-:mod:`fedenv.registry` (``AGGREGATION_RULES``); ``EnvConfig(aggregation=name)`` then selects it.
+:mod:`fedenv.registry` (``AGGREGATION_RULES``); ``EnvConfig(aggregation=name)`` then selects it, and
+:func:`fedenv.testing.check_aggregation_rule` checks it against this contract.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from fedenv.aggregation.weights import take_rows, weighted_average, weighted_sum
 from fedenv.config import EnvConfig
 
 
@@ -52,16 +58,58 @@ class Uploads:
     validation_labels: torch.Tensor
 
 
-class AggregationRule(ABC):
+@dataclass
+class AggregationResult:
+    """What a rule did: the new global model, and which uploads it used with what weight.
+
+    Attributes:
+        params: ``name -> (*shape)`` the new global model's parameters.
+        buffers: ``name -> (*shape)`` its BatchNorm running statistics (empty for models without).
+        kept_rows: rows of the uploads the rule used (FedCA's ``S_opt``; every usable upload for the other
+            rules); the server turns them into rows of the round's completed clients.
+        weights: ``(len(kept_rows),)`` the weight of each kept upload, in ``kept_rows`` order; NaN for a rule
+            that weighs no upload as a whole (a coordinate-wise median or trimmed mean).
+        usable_rows: set by the server: rows whose models were finite (the others were excluded before
+            the rule); None in what a rule returns.
+    """
+
+    params: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
+    kept_rows: np.ndarray
+    weights: np.ndarray
+    usable_rows: np.ndarray | None = None
+
+
+def weighted_result(uploads: Uploads, kept, weights) -> AggregationResult:
+    """The weighted-sum aggregate of today's rules: ``sum_k weights[k] * w_k`` over the uploads at rows
+    ``kept`` (:func:`~fedenv.aggregation.weights.weighted_sum`, weights as given), their BatchNorm
+    statistics averaged with the weights normalised to sum to 1
+    (:func:`~fedenv.aggregation.weights.weighted_average`; ``num_batches_tracked`` rounded to an integer).
+
+    Args:
+        kept: ``(M,)`` int rows of ``uploads``, ``M >= 1``. weights: ``(M,)`` finite, non-negative.
+
+    Raises:
+        ValueError: weights of the wrong shape, negative or not finite (or all 0 with BatchNorm).
+    """
+    kept = np.asarray(kept, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float64)
+    params = weighted_sum(take_rows(uploads.params, kept), weights)
+    buffers = weighted_average(take_rows(uploads.buffers, kept), weights) if uploads.buffers else {}
+    return AggregationResult(params, buffers, kept, weights)
+
+
+class AggregationRule:
     """A server aggregation rule; one instance per federation per episode, so it may keep state across
-    rounds (FedAdp's smoothed angles).
+    rounds (FedAdp's smoothed angles). A subclass implements :meth:`weights` (a weighted-sum rule) or
+    :meth:`aggregate` (any other); defining neither raises ``TypeError`` at class creation.
 
     Args:
         data_sizes: ``(N,)`` training samples of each of the federation's ``N`` clients.
         config: the environment's configuration; a rule reads its own options from it.
 
     Attributes:
-        needs_validation: True if :meth:`weights` calls ``uploads.validation_logits`` (the federation then
+        needs_validation: True if the rule calls ``uploads.validation_logits`` (the federation then
             refuses to start without a validation split).
     """
 
@@ -70,30 +118,34 @@ class AggregationRule(ABC):
     def __init__(self, data_sizes: np.ndarray, config: EnvConfig):
         self.data_sizes = np.asarray(data_sizes, dtype=np.float64)
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.weights is AggregationRule.weights and cls.aggregate is AggregationRule.aggregate:
+            raise TypeError(f"aggregation rule {cls.__name__} must define weights() or aggregate()")
+
+    def aggregate(self, uploads: Uploads) -> AggregationResult:
+        """The new global model from the round's ``uploads`` (``K >= 1`` finite ones).
+
+        The default is the weighted sum of :meth:`weights` (:func:`weighted_result`).
+
+        Returns:
+            An :class:`AggregationResult` whose ``params`` (and ``buffers``, for models with BatchNorm)
+            have the global model's names, shapes and dtypes, and whose rows index ``uploads``.
+        """
+        kept, weights = self.weights(uploads)
+        return weighted_result(uploads, kept, weights)
+
     def weights(self, uploads: Uploads) -> tuple[np.ndarray, np.ndarray]:
-        """Which uploads to aggregate and their weights.
+        """Which uploads to aggregate and their weights (a weighted-sum rule's one method).
 
         Returns:
             ``(kept rows (M,) int, weights (M,) float64)``: rows index the uploads (``M >= 1``); weights are
             finite, non-negative, sum to 1 (unless an option documented by the rule says otherwise) and
             are applied as given.
+
+        Raises:
+            NotImplementedError: the rule is not a weighted sum (it defines :meth:`aggregate`).
         """
+        raise NotImplementedError(f"{type(self).__name__} is not a weighted-sum rule: call aggregate()")
 
 
-@dataclass
-class AggregationResult:
-    """What a rule did.
-
-    Attributes:
-        params: the new global model.
-        kept_rows: rows of the uploads the rule aggregated (FedCA's ``S_opt``; every usable upload for
-            the other rules).
-        weights: the weight of each kept upload, in ``kept_rows`` order.
-        usable_rows: rows whose models were finite (the others were excluded before the rule).
-    """
-
-    params: dict[str, torch.Tensor]
-    kept_rows: np.ndarray
-    weights: np.ndarray
-    usable_rows: np.ndarray

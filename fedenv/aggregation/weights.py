@@ -1,4 +1,4 @@
-"""Weighted sums of stacked client models.
+"""Weighted sums of stacked client models, and rows of them.
 
 A stacked model is a ``dict[name -> Tensor]`` whose tensors have a leading client dimension ``K``
 (parameters and buffers alike). Floating-point entries are combined as floats; integer entries
@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+
+def take_rows(stacked: dict[str, torch.Tensor], rows) -> dict[str, torch.Tensor]:
+    """``name -> (len(rows), *shape)``: the entries of ``stacked`` (``name -> (K, *shape)``) at positions
+    ``rows`` (a list, int array or int tensor), in that order."""
+    rows = torch.as_tensor(rows, dtype=torch.int64)
+    return {name: t[rows.to(t.device)] for name, t in stacked.items()}
 
 
 def weighted_sum(stacked: dict[str, torch.Tensor], weights) -> dict[str, torch.Tensor]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from fedenv.aggregation.weights import take_rows
 from fedenv.engine.grad_fns import GradFn, batched_grad_fn
 from fedenv.engine.grad_fns.step import sgd_step_of
 from fedenv.engine.optimiser import LocalTrainingConfig
@@ -59,13 +60,6 @@ class TrainResult:
         rows = torch.as_tensor(rows, dtype=torch.int64)
         return TrainResult(take_rows(self.params, rows), take_rows(self.momentum, rows), self.loss_sum[rows],
                            self.loss_sq_sum[rows], self.samples[rows], take_rows(self.buffers, rows))
-
-
-def take_rows(stacked: dict[str, torch.Tensor], rows) -> dict[str, torch.Tensor]:
-    """``name -> (len(rows), *shape)``: the entries of ``stacked`` (``name -> (K, *shape)``) at positions
-    ``rows`` (a list, int array or int tensor), in that order."""
-    rows = torch.as_tensor(rows, dtype=torch.int64)
-    return {name: t[rows.to(t.device)] for name, t in stacked.items()}
 
 
 def check_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None) -> None:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from fedenv.aggregation import AggregationResult, AggregationRule, FedAvg, Uploads, weighted_average, weighted_sum
+from fedenv.aggregation import AggregationResult, AggregationRule, FedAvg, Uploads
 from fedenv.config import EnvConfig
 from fedenv.data import Dataset
 from fedenv.engine.grad_fns import batched_grad_fn
-from fedenv.engine.local_sgd import TrainResult, take_rows
+from fedenv.engine.local_sgd import TrainResult
 from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.requests import TrainRequest, train_together
 from fedenv.models import has_batchnorm
@@ -91,19 +93,19 @@ class Federation:
         """Replace the global model by the rule's aggregate of ``result`` (rows = ``clients``).
 
         Uploads holding a non-finite value (diverged local training) are left out first; with no usable
-        upload the global model is unchanged. The rule's weights (summing to 1 unless the rule is told
-        otherwise, see :mod:`fedenv.aggregation.base`) are applied as given
-        (:func:`~fedenv.aggregation.weights.weighted_sum`); BatchNorm running statistics are averaged
-        with them normalised to sum to 1 (docs/design.md, section 8; ``num_batches_tracked`` rounded to an
-        integer).
+        upload the global model is unchanged. The rule's :meth:`~fedenv.aggregation.base.AggregationRule.aggregate`
+        gives the new global model (for the weighted rules, the weighted sum of the kept uploads, BatchNorm
+        running statistics averaged with the weights normalised to sum to 1; docs/design.md, section 8).
 
         Returns:
-            The :class:`~fedenv.aggregation.base.AggregationResult` (rows refer to ``clients``).
+            The rule's :class:`~fedenv.aggregation.base.AggregationResult` with its rows referring to
+            ``clients`` and ``usable_rows`` set.
         """
         clients = np.asarray(clients, dtype=np.int64)
         usable = np.flatnonzero(result.finite().cpu().numpy())
         if len(usable) == 0:
-            return AggregationResult(self.global_params, np.zeros(0, dtype=np.int64), np.zeros(0), usable)
+            return AggregationResult(self.global_params, self.global_buffers, np.zeros(0, dtype=np.int64), np.zeros(0),
+                                     usable)
         picked = result.rows(usable)
         ids = clients[usable]
         uploads = Uploads(
@@ -111,11 +113,12 @@ class Federation:
             len(self.client_indices), lambda: self.logits(picked.params, self.validation_x, picked.buffers),
             self.validation_y,
         )
-        kept, weights = self.rule.weights(uploads)
-        self.global_params = weighted_sum(take_rows(picked.params, kept), weights)
+        outcome = self.rule.aggregate(uploads)
+        self.global_params = outcome.params
         if picked.buffers:
-            self.global_buffers = weighted_average(take_rows(picked.buffers, kept), weights)
-        return AggregationResult(self.global_params, usable[kept], weights, usable)
+            self.global_buffers = outcome.buffers
+        return dataclasses.replace(outcome, kept_rows=usable[np.asarray(outcome.kept_rows, dtype=np.int64)],
+                                   usable_rows=usable)
 
     @torch.no_grad()
     def logits(self, stacked: dict[str, torch.Tensor], x: torch.Tensor,

@@ -65,13 +65,19 @@ def evaluate_policies(
 
 
 def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = None) -> EnvConfig:
-    """The env config ``policy`` runs in: ``env_config`` with the policy's ``env_overrides`` and
-    ``probing`` (None: the policy's own mode, ``policy.probes``: pre-selection policies run without
-    probing, so that they are charged only for what they make clients do). A policy that
+    """The env config ``policy`` runs in, resolved once: ``env_config`` with the policy's method settings
+    (``env_overrides``: its aggregation rule and the rule's options, local-training settings such as
+    FedProx's mu or FedAdp's lr decay) and ``probing`` (None: the policy's own mode, ``policy.probes``:
+    pre-selection policies run without probing, so that they are charged only for what they make clients
+    do). A method that sets another aggregation rule runs it with the options its ``env_overrides`` give
+    (``aggregation_options``, default none), not those of the rule it replaces. A policy that
     ``selects_from_all_online`` (FedCM) gets every online client as a candidate without probing, and a
-    ``UserWarning`` with probing when the env offers fewer candidates than clients."""
+    ``UserWarning`` with probing when the env offers fewer candidates than clients.
+    :func:`method_overrides` says which settings the method changed."""
     mode = policy.probes if probing is None else probing
     overrides = dict(policy.env_overrides)
+    if overrides.get("aggregation", env_config.aggregation) != env_config.aggregation:
+        overrides.setdefault("aggregation_options", {})
     if policy.selects_from_all_online and env_config.clients_per_round < env_config.num_clients:
         if mode:
             warnings.warn(f"{policy.name} chooses among the env's {env_config.clients_per_round} random candidates "
@@ -81,6 +87,26 @@ def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = 
         else:
             overrides["clients_per_round"] = env_config.num_clients
     return dataclasses.replace(env_config, **overrides, probing=mode)
+
+
+def method_overrides(env_config: EnvConfig, policy: Policy, probing: bool | None = None) -> dict[str, dict]:
+    """The settings of ``env_config`` that ``policy``'s method replaces (:func:`policy_config`), among those
+    set away from :class:`EnvConfig`'s defaults (by a flag, a config file, a preset or a checkpoint):
+    ``field -> {"given": value, "used": value}``. Empty when the method runs what was given."""
+    used, defaults = policy_config(env_config, policy, probing), EnvConfig()
+    return {name: {"given": getattr(env_config, name), "used": getattr(used, name)}
+            for name in sorted(policy.env_overrides.keys() | {"aggregation_options"})
+            if getattr(env_config, name) != getattr(defaults, name)
+            and getattr(used, name) != getattr(env_config, name)}
+
+
+def describe_overrides(policy_name: str, overridden: dict[str, dict]) -> str:
+    """One line saying what a method changed: ``"fedavg runs aggregation='fedavg' (its method), not the
+    aggregation='fedadp' given; policy select-all runs the rule given"``."""
+    used = ", ".join(f"{name}={change['used']!r}" for name, change in overridden.items())
+    given = ", ".join(f"{name}={change['given']!r}" for name, change in overridden.items())
+    hint = "; policy select-all runs the rule given" if "aggregation" in overridden else ""
+    return f"{policy_name} runs {used} (its method), not the {given} given{hint}"
 
 
 def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out_dir: str | Path | None = None,
@@ -95,10 +121,21 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
     and to the best fixed policy with its 95 % bootstrap interval
     (:func:`~fedenv.evaluation.paired.compare_to_references`, :func:`~fedenv.evaluation.tables.format_paired_table`)
     and, with ``out_dir``, write the result files
-    (:func:`~fedenv.evaluation.results.write_results`). ``evaluate`` runs the episodes: a function with
+    (:func:`~fedenv.evaluation.results.write_results`), with each policy's method. Before the episodes a
+    line ``note: ...`` names every setting given that a policy's method replaces (:func:`method_overrides`).
+    ``evaluate`` runs the episodes: a function with
     the arguments of :func:`evaluate_policies` (e.g. its Ray version,
     :func:`fedenv.distributed.episodes.evaluate_policies_on_ray` with its options bound). Returns the
     records."""
+    methods = {}
+    for policy in policies:
+        overridden = method_overrides(env_config, policy, probing)
+        ran, base = policy_config(env_config, policy, probing).to_dict(), env_config.to_dict()
+        methods.setdefault(policy.name, {"ran": {k: v for k, v in ran.items() if v != base[k]},
+                                         "overridden": overridden})
+    for name, method in methods.items():
+        if method["overridden"]:
+            print(f"note: {describe_overrides(name, method['overridden'])}")
     records = evaluate(env_config, policies, seeds, progress=progress, probing=probing, checkpoints=checkpoints)
     print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
     if transfer is not None:
@@ -110,6 +147,6 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
         print()
         print(format_paired_table(paired[1]))
     if out_dir is not None:
-        paths = write_results(out_dir, records, env_config, transfer, paired)
+        paths = write_results(out_dir, records, env_config, transfer, paired, methods)
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return records

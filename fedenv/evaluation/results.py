@@ -20,7 +20,8 @@ them without ``--overwrite``)."""
 
 def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
                   env_config: EnvConfig, transfer: dict | None = None,
-                  paired: tuple[dict[str, str], list[dict]] | None = None) -> dict[str, Path]:
+                  paired: tuple[dict[str, str], list[dict]] | None = None,
+                  methods: dict[str, dict] | None = None) -> dict[str, Path]:
     """Write ``results.csv`` (one row per policy and episode, with its probing mode and checkpoint),
     ``results.json`` and the plots (:func:`~fedenv.evaluation.plots.plot_results`), each atomically.
 
@@ -36,9 +37,12 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
     its probing mode, the ``probing`` column), ``summary`` (one row per policy), ``summary_per_checkpoint``
     (one row per checkpoint of a policy from several training runs), ``references`` (role -> policy),
     ``paired_differences`` (:func:`~fedenv.evaluation.paired.paired_differences` rows), ``episodes``
-    (per-episode metrics), ``records`` (round by round) and, with a learned policy, ``transfer``
+    (per-episode metrics), ``records`` (round by round), with a learned policy ``transfer``
     (``trained_on`` / ``evaluated_on``: the EnvConfig fields that differ,
-    :func:`~fedenv.evaluation.transfer.config_differences`).
+    :func:`~fedenv.evaluation.transfer.config_differences`) and, with ``methods``, ``methods``: per policy
+    the EnvConfig fields it ran with that differ from ``env_config`` (``ran``: its method's settings and
+    its probing mode) and the settings given that its method replaced (``overridden``,
+    :func:`~fedenv.evaluation.compare.method_overrides`).
 
     Returns:
         ``kind -> path`` of the written files.
@@ -76,6 +80,8 @@ def write_results(out_dir: str | Path, records: dict[str, list[EpisodeRecord]],
     }
     if transfer is not None:
         document["transfer"] = transfer
+    if methods is not None:
+        document["methods"] = methods
     atomic_write_json(paths["json"], document)
     paths.update(plot_results(records, out_dir))
     return paths
