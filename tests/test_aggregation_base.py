@@ -1,14 +1,16 @@
-"""The contract of every registered aggregation rule: finite, non-negative weights summing to 1 over the
-uploads it keeps (:mod:`fedenv.aggregation.base`)."""
+"""The contract of every registered aggregation rule (:mod:`fedenv.aggregation.base`), over rounds drawn by
+Hypothesis: :func:`fedenv.testing.check_rule_on_round` for every rule, and finite, non-negative weights
+summing to 1 over the kept uploads for the weighted-sum rules."""
 
 import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedenv.aggregation import Uploads
+from fedenv.aggregation import AggregationRule, Uploads
 from fedenv.config import EnvConfig
 from fedenv.registry import AGGREGATION_RULES
+from fedenv.testing import check_rule_on_round
 
 
 @st.composite
@@ -33,11 +35,23 @@ def rounds(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(federation_round=rounds(), repeats=st.integers(1, 3))
-def test_every_registered_rule_returns_finite_nonnegative_weights_summing_to_one(federation_round, repeats):
+def test_every_registered_rule_meets_the_aggregation_contract(federation_round, repeats):
     sizes, uploads = federation_round
     for name in AGGREGATION_RULES.names():
         rule = AGGREGATION_RULES[name](sizes, EnvConfig(aggregation=name))
         for _ in range(repeats):  # stateful rules (FedAdp's smoothed angles) see the round again
+            check_rule_on_round(rule, uploads, name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(federation_round=rounds(), repeats=st.integers(1, 3))
+def test_every_weighted_rule_returns_finite_nonnegative_weights_summing_to_one(federation_round, repeats):
+    sizes, uploads = federation_round
+    for name in AGGREGATION_RULES.names():
+        rule = AGGREGATION_RULES[name](sizes, EnvConfig(aggregation=name))
+        if type(rule).weights is AggregationRule.weights:
+            continue  # not a weighted-sum rule (a coordinate-wise median or trimmed mean)
+        for _ in range(repeats):
             kept, weights = rule.weights(uploads)
             assert len(kept) == len(weights) >= 1, name
             assert set(np.asarray(kept).tolist()) <= set(range(len(uploads.clients))), name
