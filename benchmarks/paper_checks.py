@@ -116,8 +116,10 @@ def fedcm_config(args) -> EnvConfig:
     return EnvConfig(
         dataset=args.dataset, data_root=args.data_root, model=args.fedcm_model, partition="dirichlet",
         dirichlet_alpha=args.alpha, num_clients=20, clients_per_round=8, val_fraction=0.1,
-        num_rounds=args.fedcm_rounds, local_epochs=args.fedcm_epochs, batch_size=32, lr=0.05, fedca_score="ce",
-        fedpdp_unnormalised=not args.renormalised, latency_weight=0.0, comm_weight=0.0, device=args.device)
+        num_rounds=args.fedcm_rounds, local_epochs=args.fedcm_epochs, batch_size=32, lr=0.05,
+        aggregation_options={"fedca": {"score": "ce", "unnormalised": not args.renormalised},
+                             "fedpdp": {"unnormalised": not args.renormalised}},
+        latency_weight=0.0, comm_weight=0.0, device=args.device)
 
 
 def seeds_of(args) -> list[int]:

@@ -128,7 +128,7 @@ def add_component_arguments(parser: argparse.ArgumentParser) -> None:
         registry = COMPONENTS[kind]
         if (kind, name) not in groups:
             groups[kind, name] = parser.add_argument_group(
-                f"{registry.kind} {name} options", f"apply with --{kind.replace('_', '-')} {name}")
+                f"{registry.kind} {name} options", f"used wherever {kind} {name} runs")
         hint = typing.get_type_hints(options_class(registry.get(name)))[f.name]
         allowed = allowed_text(f)
         help_text = f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} (default: {f.default})"
@@ -137,24 +137,15 @@ def add_component_arguments(parser: argparse.ArgumentParser) -> None:
                                         help=help_text.replace("%", "%%"), **kwargs)
 
 
-def component_options_from_args(args: argparse.Namespace, config: EnvConfig, base: EnvConfig) -> EnvConfig:
-    """``config`` with the component-option flags given in ``args`` put into its ``<kind>_options``: kept
-    from ``base`` while the component is ``base``'s, else started afresh.
-
-    Raises:
-        ValueError: a flag of a component that the configuration does not use (names the flag, its
-            component and the one in use): nothing given is dropped silently.
-    """
-    values = {kind: dict(getattr(base, f"{kind}_options")) if getattr(config, kind) == getattr(base, kind) else {}
+def component_options_from_args(args: argparse.Namespace, config: EnvConfig) -> EnvConfig:
+    """``config`` with the component-option flags given in ``args`` added to its ``<kind>_options``
+    (``--fedca-score acc``: ``aggregation_options["fedca"]["score"] = "acc"``)."""
+    values = {kind: {name: dict(options) for name, options in getattr(config, f"{kind}_options").items()}
               for kind in COMPONENTS}
     for dest, (kind, name, f) in component_flags().items():
         value = getattr(args, dest, None)
-        if value is None:
-            continue
-        if getattr(config, kind) != name:
-            raise ValueError(f"--{dest.replace('_', '-')} is an option of {COMPONENTS[kind].kind} {name!r}, but "
-                             f"{kind}={getattr(config, kind)!r}: give --{kind.replace('_', '-')} {name} with it")
-        values[kind][f.name] = value
+        if value is not None:
+            values[kind].setdefault(name, {})[f.name] = value
     return dataclasses.replace(config, **{f"{kind}_options": values[kind] for kind in COMPONENTS})
 
 
@@ -163,8 +154,7 @@ def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None
     the ``--preset`` fields, then the flags given (component options included)."""
     if getattr(args, "preset", None):
         base = apply_preset(args.preset, base)
-    base = base if base is not None else EnvConfig()
-    return component_options_from_args(args, dataclass_from_args(EnvConfig, args, base), base).validate()
+    return component_options_from_args(args, dataclass_from_args(EnvConfig, args, base)).validate()
 
 
 def load_config_file(path: str | Path) -> dict:

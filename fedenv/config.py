@@ -23,14 +23,12 @@ UTILITIES = ("exp64", "linear")
 """Accuracy utilities of the reward (:func:`fedenv.reward.utility`)."""
 TRACE_MODES = ("replay", "static")
 """How latency is replayed from a trace (:class:`fedenv.traces.TraceReplay`)."""
-FEDCA_SCORES = ("acc", "ce")
-"""FedCA's validation scores (:func:`fedenv.aggregation.fedca.fedca_scores`)."""
 ENGINES = ("auto", "fused", "vmap")
 """Gradient paths of the batched engine (:func:`fedenv.engine.batched_grad_fn`)."""
 
 CHOICES = {
     "dataset": DATASETS, "partition": PARTITIONERS, "model": MODELS, "utility": UTILITIES,
-    "aggregation": AGGREGATION_RULES, "trace_mode": TRACE_MODES, "fedca_score": FEDCA_SCORES, "engine": ENGINES,
+    "aggregation": AGGREGATION_RULES, "trace_mode": TRACE_MODES, "engine": ENGINES,
 }
 """The allowed values of the :class:`EnvConfig` fields that take a name (registries list their names)."""
 COMPONENTS: dict[str, Registry] = {"dataset": DATASETS, "partition": PARTITIONERS, "model": MODELS,
@@ -59,11 +57,30 @@ OPTIONAL_COUNTS = ("train_samples", "test_samples")
 """Fields of :class:`EnvConfig` that must be integers >= 1 or None."""
 
 
-def _options_metadata(kind: str) -> dict:
-    """``metadata`` of the field holding the chosen ``kind`` component's options (they have no flag of
-    their own: :func:`fedenv.cli.add_component_arguments` makes one per option)."""
-    return {"help": f"options of the chosen {COMPONENTS[kind].kind}, name -> value, as its Options dataclass "
-                    "declares them (fedenv.options); on the command line --NAME-OPTION", "group": "options"}
+ComponentOptions = dict[str, dict[str, Any]]
+"""Options of components of one kind: component name -> option name -> value."""
+
+
+def option_aliases() -> dict[str, list[tuple[str, str, dataclasses.Field]]]:
+    """``old flat key -> [(kind, component name, option field)]`` for every option of a registered component
+    that declares an ``alias`` (:func:`fedenv.options.option`): the :class:`EnvConfig` field it was before
+    options belonged to their components (``fedpdp_unnormalised`` served both ``fedpdp`` and ``fedca``)."""
+    aliases: dict[str, list] = {}
+    for kind, registry in COMPONENTS.items():
+        for name in registry:
+            options = options_class(registry.get(name))
+            for f in dataclasses.fields(options) if options is not None else ():
+                if f.metadata.get("alias"):
+                    aliases.setdefault(f.metadata["alias"], []).append((kind, name, f))
+    return aliases
+
+
+def _options_metadata(kind: str, group: str) -> dict:
+    """``metadata`` of the field holding the ``kind`` components' options (they have no flag of their
+    own: :func:`fedenv.cli.add_component_arguments` makes one per option)."""
+    return {"help": f"options of {COMPONENTS[kind].kind}s, component name -> option name -> value, as each "
+                    "one's Options dataclass declares them (fedenv.options); on the command line --NAME-OPTION",
+            "group": group}
 
 
 def _check_counts(config) -> None:
@@ -141,6 +158,10 @@ class EnvConfig:
     num_rounds: int = _field(20, FEDERATION, (
         "FL rounds T per episode, >= 1; the episode is truncated after them (our default)"))
 
+    dataset_options: ComponentOptions = field(default_factory=dict, metadata=_options_metadata("dataset", FEDERATION))
+    partition_options: ComponentOptions = field(default_factory=dict, metadata=_options_metadata("partition",
+                                                                                                FEDERATION))
+
     # ---------------------------------------------------------------- local training
     model: str = _field("mlp", LOCAL_TRAINING, (
         "model trained by the clients (our default mlp; FedMarl's tasks use lenet5, resnet18, vgg6, lstm)"))
@@ -170,22 +191,15 @@ class EnvConfig:
         "with lr * lr_decay**t (our default 1: constant; the fedadp policy sets FedAdp's 0.995 per "
         "communication round, Wu and Wang, arXiv 2012.00661 Sec. III, setting of the Fig. 1 experiment)"))
 
+    model_options: ComponentOptions = field(default_factory=dict, metadata=_options_metadata("model", LOCAL_TRAINING))
+
     # ---------------------------------------------------------------- aggregation
     aggregation: str = _field("fedavg", AGGREGATION, (
         "server rule combining the uploads: fedavg (weights by data size; our default), fedpdp (FedAvg with "
         "partial participation as FedCM's Table 1 writes it), fedca (the best-scoring subset on the "
         "validation split, arXiv 2012.03270 Eq. 4-5), fedadp (angle-based weights, arXiv 2012.00661)"))
-    fedca_score: str = _field("ce", AGGREGATION, (
-        "FedCA's validation score of a subset: acc (Dirac delta, accuracy) or ce (classification loss; "
-        "our default, the score FedCM reports generalising better, arXiv 2012.03270 Fig. 2)"))
-    fedadp_alpha: float = _field(5.0, AGGREGATION, (
-        "FedAdp's Gompertz parameter alpha > 0 (FedAdp's best value 5, arXiv 2012.00661, discussion of "
-        "Fig. 6: \"Empirically, the best alpha is 5\")"))
-    fedpdp_unnormalised: bool = _field(False, AGGREGATION, (
-        "fedpdp and fedca: use FedCM's Table 1 weights p_k |S| / |S_t| literally (p_k = n_k / all clients' "
-        "samples; FedCA: |S_opt| for |S_t|, arXiv 2012.03270 Eq. 5), not renormalised; they sum to 1 only "
-        "in expectation, so each round the global model is rescaled by the weights' sum. Default False "
-        "(ours): renormalised to sum to 1 over the kept uploads (fedpdp's weights are then FedAvg's)"))
+    aggregation_options: ComponentOptions = field(default_factory=dict, metadata=_options_metadata("aggregation",
+                                                                                                  AGGREGATION))
 
     # ---------------------------------------------------------------- traces
     trace: str = _field("default", TRACES, (
@@ -231,12 +245,6 @@ class EnvConfig:
         "weight-gradient products: faster steps whose results differ from auto's by float rounding, so "
         "trained agents differ from auto's) or vmap (always torch.func; for benchmarks and ablations)"))
 
-    # ---------------------------------------------------------------- options of the chosen components
-    dataset_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("dataset"))
-    partition_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("partition"))
-    model_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("model"))
-    aggregation_options: dict[str, Any] = field(default_factory=dict, metadata=_options_metadata("aggregation"))
-
     def __post_init__(self):
         """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`);
         ``round_deadline_s=inf`` becomes None, its one spelling (no deadline: both mean the same, and a
@@ -254,7 +262,12 @@ class EnvConfig:
         for name, allowed in CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
-        for kind in COMPONENTS:
+        for kind, registry in COMPONENTS.items():
+            for name in getattr(self, f"{kind}_options"):
+                if name not in registry:
+                    raise ValueError(f"{kind}_options names {name!r}, which is not a known {registry.kind}; "
+                                     f"allowed: {', '.join(registry)}")
+                self.component_options(kind, name)
             self.component_options(kind)
         _check_counts(self)
         if self.clients_per_round > self.num_clients:
@@ -269,7 +282,7 @@ class EnvConfig:
             value = getattr(self, name)
             if not low <= value <= high:
                 raise ValueError(f"{name}={value!r} must be in [{low}, {high}]")
-        for name in ("lr", "lr_decay", "dirichlet_alpha", "fedadp_alpha"):
+        for name in ("lr", "lr_decay", "dirichlet_alpha"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
         for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
@@ -281,17 +294,19 @@ class EnvConfig:
             raise ValueError(f"target_accuracy={self.target_accuracy!r} must be in (0, 1] or None")
         return self
 
-    def component_options(self, kind: str):
+    def component_options(self, kind: str, name: str | None = None):
         """The typed options (an instance of its ``Options`` dataclass, or None when it declares none) of
-        the chosen ``kind`` component (a key of :data:`COMPONENTS`: ``"aggregation"`` is
-        ``self.aggregation``), built from ``self.<kind>_options`` with defaults for the rest.
+        the ``kind`` component ``name`` (``kind`` a key of :data:`COMPONENTS`; ``name`` by default the
+        chosen one, e.g. ``self.aggregation``), built from ``self.<kind>_options[name]`` with defaults for
+        the rest. Options are kept per component, so a baseline's method that runs another rule than the
+        one chosen (``fedca``) runs it with the options given for that rule.
 
         Raises:
             ValueError: an option the component does not take, or a value outside an option's range.
         """
-        registry, name = COMPONENTS[kind], getattr(self, kind)
+        registry, name = COMPONENTS[kind], name if name is not None else getattr(self, kind)
         return build_options(f"{registry.kind} {name!r}", options_class(registry.get(name)),
-                             getattr(self, f"{kind}_options"))
+                             getattr(self, f"{kind}_options").get(name, {}))
 
     def to_dict(self) -> dict:
         """Plain dict of the fields (JSON-serialisable)."""
@@ -300,8 +315,20 @@ class EnvConfig:
     @classmethod
     def from_dict(cls, values: dict) -> EnvConfig:
         """Build from a dict (:meth:`to_dict`'s, or its JSON read back: ``null`` in a float field is
-        infinity, :func:`fedenv.plain.infinities_from_json`); unknown keys raise ``ValueError`` listing them."""
+        infinity, :func:`fedenv.plain.infinities_from_json`; a ``config.json``, a checkpoint's configuration).
+        Keys of earlier releases that are now component options (``fedadp_alpha``: the ``alpha`` option of
+        rule ``fedadp``, see :func:`option_aliases`) load into ``<kind>_options`` when they differ from the
+        option's default (options given there win); unknown keys raise ``ValueError`` listing them."""
         known = {f.name for f in dataclasses.fields(cls)}
+        values, aliases = dict(values), option_aliases()
+        options = {kind: {name: dict(given) for name, given in values.get(f"{kind}_options", {}).items()}
+                   for kind in COMPONENTS}
+        for key in [key for key in values if key not in known and key in aliases]:
+            value = values.pop(key)
+            for kind, name, f in aliases[key]:
+                if value != f.default:
+                    options[kind].setdefault(name, {}).setdefault(f.name, value)
+        values.update({f"{kind}_options": options[kind] for kind in COMPONENTS if options[kind]})
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown EnvConfig fields {unknown}; allowed: {', '.join(sorted(known))}")

@@ -29,11 +29,14 @@ from typing import Any
 
 
 def option(default, help: str, low: float | None = None, high: float | None = None, low_open: bool = False,
-           high_open: bool = False, choices: tuple | None = None):
+           high_open: bool = False, choices: tuple | None = None, alias: str | None = None):
     """A dataclass field of an ``Options`` class: its default, ``--help`` text and allowed values (the
-    interval ``[low, high]``, either end open or absent, or a tuple of ``choices``)."""
+    interval ``[low, high]``, either end open or absent, or a tuple of ``choices``); ``alias``: the flat
+    :class:`~fedenv.config.EnvConfig` key it had in earlier releases, still read from config files and
+    checkpoints (:meth:`fedenv.config.EnvConfig.from_dict`)."""
     return dataclasses.field(default=default, metadata={
-        "help": help, "low": low, "high": high, "low_open": low_open, "high_open": high_open, "choices": choices})
+        "help": help, "low": low, "high": high, "low_open": low_open, "high_open": high_open, "choices": choices,
+        "alias": alias})
 
 
 def options_class(entry) -> type | None:

@@ -30,9 +30,7 @@ def plain_value(name: str, value, hint):
         return None
     hint = next(option for option in options if option is not type(None))
     if typing.get_origin(hint) is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise ValueError(f"{name}={value!r} must be a mapping of option names to values")
-        return {k: v.item() if isinstance(v, (np.generic, np.ndarray)) else v for k, v in value.items()}
+        return plain_mapping(name, value)
     if typing.get_origin(hint) is tuple:
         if not isinstance(value, (tuple, list, np.ndarray)):
             raise ValueError(f"{name}={value!r} must be a sequence of integers")
@@ -48,6 +46,18 @@ def plain_value(name: str, value, hint):
         return str(value)
     expected = " or ".join("None" if o is type(None) else getattr(o, "__name__", str(o)) for o in options)
     raise ValueError(f"{name}={value!r} must be of type {expected}, not {type(value).__name__}")
+
+
+def plain_mapping(name: str, value) -> dict:
+    """``value``, a mapping with string keys (nested mappings too), with numpy scalars made plain.
+
+    Raises:
+        ValueError: ``value`` (or a nested value) is not a mapping with string keys.
+    """
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{name}={value!r} must be a mapping with string keys")
+    return {k: plain_mapping(f"{name}[{k!r}]", v) if isinstance(v, dict)
+            else v.item() if isinstance(v, (np.generic, np.ndarray)) else v for k, v in value.items()}
 
 
 def plain_fields(instance, prefix: str = "") -> None:

@@ -17,7 +17,8 @@ def uploads(clients, updates, sizes):
 
 
 def test_fedadp_smooths_each_clients_angle_over_the_rounds_it_is_aggregated_in():
-    rule = FedAdp(np.array([1.0, 1.0, 2.0]), EnvConfig(aggregation="fedadp", fedadp_alpha=5.0))
+    config = EnvConfig(aggregation="fedadp", aggregation_options={"fedadp": {"alpha": 5.0}})
+    rule = FedAdp(np.array([1.0, 1.0, 2.0]), config)
     kept, first = rule.weights(uploads([0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0]))
     assert kept.tolist() == [0, 1]
     assert first == pytest.approx([0.5, 0.5])  # both at pi/4 from the mean update [0.5, 0.5]

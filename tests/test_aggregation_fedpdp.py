@@ -13,7 +13,7 @@ def uploads_of(clients, sizes, total, num_clients):
 
 
 def test_the_literal_form_is_the_global_data_shares_scaled_by_all_over_uploading_clients():
-    config = EnvConfig(aggregation="fedpdp", fedpdp_unnormalised=True)
+    config = EnvConfig(aggregation="fedpdp", aggregation_options={"fedpdp": {"unnormalised": True}})
     rule = FedPdp(np.array([10.0, 30.0, 20.0, 40.0]), config)
     kept, weights = rule.weights(uploads_of([1, 3], [30.0, 40.0], 100.0, 4))
     assert kept.tolist() == [0, 1]

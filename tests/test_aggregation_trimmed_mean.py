@@ -28,7 +28,8 @@ def test_hand_worked_trimmed_means_and_medians():
 @pytest.mark.parametrize("k", [1, 2, 5, 8])
 def test_trimmed_mean_is_scipys_trim_mean_and_median_numpys(beta, k):
     sizes, uploads = random_round(k, num_clients=8, uploads=k)
-    trimmed = TrimmedMean(sizes, EnvConfig(aggregation="trimmed-mean", aggregation_options={"beta": beta}))
+    options = {"trimmed-mean": {"beta": beta}}
+    trimmed = TrimmedMean(sizes, EnvConfig(aggregation="trimmed-mean", aggregation_options=options))
     median = Median(sizes, EnvConfig(aggregation="median")).aggregate(uploads)
     result = trimmed.aggregate(uploads)
     for name, stacked in uploads.params.items():
@@ -40,9 +41,9 @@ def test_trimmed_mean_is_scipys_trim_mean_and_median_numpys(beta, k):
 
 def test_beta_out_of_range_is_refused_with_the_range():
     with pytest.raises(ValueError, match=r"aggregation rule 'trimmed-mean' option beta=0.5 must be in \[0, 0.5\)"):
-        EnvConfig(aggregation="trimmed-mean", aggregation_options={"beta": 0.5}).validate()
+        EnvConfig(aggregation="trimmed-mean", aggregation_options={"trimmed-mean": {"beta": 0.5}}).validate()
     with pytest.raises(ValueError, match=r"aggregation rule 'median' takes no option 'beta'; it takes: none"):
-        EnvConfig(aggregation="median", aggregation_options={"beta": 0.1}).validate()
+        EnvConfig(aggregation="median", aggregation_options={"median": {"beta": 0.1}}).validate()
 
 
 def test_the_median_rule_runs_an_episode_and_sets_the_global_model_to_the_median():

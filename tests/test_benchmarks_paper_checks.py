@@ -85,7 +85,9 @@ def test_settings_follow_the_papers():
     adp, cm = pc.fedadp_config(args), pc.fedcm_config(args)
     assert (adp.num_clients, adp.clients_per_round, adp.xclass_samples, adp.batch_size, adp.local_epochs,
             adp.lr, adp.lr_decay) == (10, 10, 600, 32, 1, 0.01, 0.995)
-    assert (cm.num_clients, cm.clients_per_round, cm.fedca_score, cm.fedpdp_unnormalised) == (20, 8, "ce", True)
+    assert (cm.num_clients, cm.clients_per_round) == (20, 8)
+    fedca, fedpdp = cm.component_options("aggregation", "fedca"), cm.component_options("aggregation", "fedpdp")
+    assert (fedca.score, fedca.unnormalised, fedpdp.unnormalised) == ("ce", True, True)
     assert pc.FEDPROX_MUS == (0.001, 0.01, 0.1, 1.0)
 
 

@@ -72,7 +72,7 @@ def toy_components():
 
 def test_the_options_are_flags_with_their_help_and_range(toy_components):
     text = " ".join(evaluate.build_parser().format_help().split())
-    assert "aggregation rule toy-shrink options: apply with --aggregation toy-shrink" in text
+    assert "aggregation rule toy-shrink options: used wherever aggregation toy-shrink runs" in text
     assert "--toy-shrink-factor TOY_SHRINK_FACTOR multiplier of every FedAvg weight; in (0, 1] (default: 1.0)" in text
     assert "--toy-strided-offset TOY_STRIDED_OFFSET first pool sample dealt out; >= 0 (default: 0)" in text
 
@@ -84,8 +84,8 @@ def test_evaluate_runs_the_components_with_the_options_given(toy_components, tmp
     assert SEEN["shrink"] and set(SEEN["shrink"]) == {0.5}
     assert SEEN["offset"] and set(SEEN["offset"]) == {2}
     document = json.loads((tmp_path / "results.json").read_text())
-    assert document["env_config"]["aggregation_options"] == {"factor": 0.5}
-    assert document["env_config"]["partition_options"] == {"offset": 2}
+    assert document["env_config"]["aggregation_options"] == {"toy-shrink": {"factor": 0.5}}
+    assert document["env_config"]["partition_options"] == {"toy-strided": {"offset": 2}}
     assert "note:" not in capsys.readouterr().out  # select-all runs the rule given
 
 
@@ -99,8 +99,6 @@ def test_a_config_file_key_sets_an_option(toy_components, tmp_path):
 @pytest.mark.parametrize(("flags", "message"), [
     (["--aggregation", "toy-shrink", "--toy-shrink-factor", "0"],
      r"aggregation rule 'toy-shrink' option factor=0.0 must be in \(0, 1\]"),
-    (["--toy-shrink-factor", "0.5"],
-     r"--toy-shrink-factor is an option of aggregation rule 'toy-shrink', but aggregation='fedavg'"),
     (["--partition", "toy-strided", "--toy-strided-offset", "-1"],
      r"partitioner 'toy-strided' option offset=-1 must be >= 0"),
 ])
@@ -112,11 +110,20 @@ def test_bad_options_are_usage_errors_naming_the_value(toy_components, flags, me
 
 
 def test_options_survive_json_and_unknown_ones_are_refused(toy_components):
-    config = EnvConfig(aggregation="toy-shrink", aggregation_options={"factor": 0.75}).validate()
+    config = EnvConfig(aggregation="toy-shrink", aggregation_options={"toy-shrink": {"factor": 0.75}}).validate()
     again = EnvConfig.from_json(config.to_json())
     assert again == config and again.component_options("aggregation") == ShrinkOptions(0.75)
     assert EnvConfig(aggregation="toy-shrink").component_options("aggregation") == ShrinkOptions(1.0)
     with pytest.raises(ValueError, match=r"aggregation rule 'toy-shrink' takes no option 'scale'; it takes: factor"):
-        EnvConfig(aggregation="toy-shrink", aggregation_options={"scale": 2.0}).validate()
+        EnvConfig(aggregation="toy-shrink", aggregation_options={"toy-shrink": {"scale": 2.0}}).validate()
+    with pytest.raises(ValueError, match="aggregation_options names 'toy-grow', which is not a known aggregation rule"):
+        EnvConfig(aggregation_options={"toy-grow": {}}).validate()
     with pytest.raises(ValueError, match="aggregation_options=3 must be a mapping"):
         EnvConfig(aggregation_options=3)
+
+
+def test_options_given_for_a_rule_no_policy_runs_are_stated(toy_components, tmp_path, capsys):
+    assert evaluate.main(["--policies", "fedavg", "--toy-shrink-factor", "0.5", *TINY, "--out", str(tmp_path)]) == 0
+    assert "note: options given for aggregation rule 'toy-shrink', which no policy runs: {'factor': 0.5}" in \
+        capsys.readouterr().out
+    assert SEEN["shrink"] == []

@@ -51,7 +51,7 @@ def test_from_dict_names_unknown_fields():
     ("train_samples", 0, "train_samples=0 must be an integer >= 1 or None"),
     ("test_samples", -2, "test_samples=-2 must be an integer >= 1 or None"),
     ("dominant_fraction", 1.5, "dominant_fraction=1.5 must be in [0.0, 1.0]"),
-    ("fedadp_alpha", 0.0, "fedadp_alpha=0.0 must be > 0"),
+    ("aggregation_options", {"fedadp": {"alpha": 0.0}}, "aggregation rule 'fedadp' option alpha=0.0 must be > 0"),
     ("round_deadline_s", -1.0, "round_deadline_s=-1.0 must be > 0 or None"),
     ("target_accuracy", 1.5, "target_accuracy=1.5 must be in (0, 1] or None"),
 ])
@@ -92,3 +92,29 @@ def test_wrong_types_are_refused_on_construction_naming_the_field(field, value, 
     assert message in str(error.value)
     with pytest.raises(ValueError):
         EnvConfig.from_dict({field: value})
+
+
+@pytest.mark.parametrize(("old", "options"), [
+    ({"fedadp_alpha": 3.0}, {"fedadp": {"alpha": 3.0}}),
+    ({"aggregation": "fedca", "fedca_score": "acc"}, {"fedca": {"score": "acc"}}),
+    ({"fedpdp_unnormalised": True}, {"fedpdp": {"unnormalised": True}, "fedca": {"unnormalised": True}}),
+    ({"fedadp_alpha": 5.0, "fedca_score": "ce", "fedpdp_unnormalised": False}, {}),  # the defaults: nothing to keep
+])
+def test_flat_keys_of_earlier_releases_load_as_component_options(old, options):
+    config = EnvConfig.from_dict(old).validate()
+    assert config.aggregation_options == options
+    assert EnvConfig.from_dict({**old, "aggregation_options": {"fedadp": {"alpha": 7.0}}}).aggregation_options[
+        "fedadp"]["alpha"] == 7.0  # options given in the new form win over an old key
+
+
+def test_a_checkpoint_of_an_earlier_release_restores_its_rule_options(tmp_path):
+    import torch
+
+    from agents.checkpoint import CHECKPOINT_FORMAT, CHECKPOINT_VERSION, load_checkpoint
+
+    old = {k: v for k, v in EnvConfig(aggregation="fedadp").to_dict().items() if not k.endswith("_options")}
+    old["fedadp_alpha"] = 2.5
+    path = tmp_path / "old.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "q_state": {}, "vdn_config": {},
+                "env_config": old, "feature_names": []}, path)
+    assert load_checkpoint(path)["env_config"].component_options("aggregation").alpha == 2.5

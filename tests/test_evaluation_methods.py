@@ -36,22 +36,25 @@ def test_defaults_replaced_by_a_method_are_not_reported_but_recorded(tmp_path, c
                                  "overridden": {}}
 
 
-def test_local_training_settings_and_rule_options_given_are_reported_when_replaced():
-    given = EnvConfig(fedprox_mu=0.5)
+def test_local_training_settings_given_are_reported_when_replaced():
+    given = EnvConfig(fedprox_mu=0.5, lr_decay=0.9)
     assert method_overrides(given, make_policy("fedprox")) == {"fedprox_mu": {"given": 0.5, "used": 0.1}}
     assert method_overrides(given, make_policy("fedavg")) == {}
-    trimmed = EnvConfig(aggregation="trimmed-mean", aggregation_options={"beta": 0.3})
-    overridden = method_overrides(trimmed, make_policy("fedca"))
-    assert overridden == {"aggregation": {"given": "trimmed-mean", "used": "fedca"},
-                          "aggregation_options": {"given": {"beta": 0.3}, "used": {}}}
-    assert policy_config(trimmed, make_policy("fedca")).validate().aggregation_options == {}
-    assert describe_overrides("fedca", overridden).startswith(
-        "fedca runs aggregation='fedca', aggregation_options={} (its method), not the aggregation='trimmed-mean', "
-        "aggregation_options={'beta': 0.3} given")
+    overridden = method_overrides(given, make_policy("fedadp"))
+    assert overridden == {"lr_decay": {"given": 0.9, "used": 0.995}}
+    assert describe_overrides("fedadp", overridden) == \
+        "fedadp runs lr_decay=0.995 (its method), not the lr_decay=0.9 given"
+
+
+def test_a_method_runs_its_rule_with_the_options_given_for_that_rule():
+    given = EnvConfig(aggregation="trimmed-mean", aggregation_options={"trimmed-mean": {"beta": 0.3},
+                                                                       "fedca": {"score": "acc"}})
+    fedca = policy_config(given, make_policy("fedca")).validate()
+    assert fedca.aggregation == "fedca" and fedca.component_options("aggregation").score == "acc"
 
 
 @pytest.mark.parametrize("name", ["select-all", "random"])
 def test_a_policy_without_a_rule_keeps_the_rule_and_options_given(name):
-    trimmed = EnvConfig(aggregation="trimmed-mean", aggregation_options={"beta": 0.3})
-    assert policy_config(trimmed, make_policy(name)).aggregation_options == {"beta": 0.3}
+    trimmed = EnvConfig(aggregation="trimmed-mean", aggregation_options={"trimmed-mean": {"beta": 0.3}})
+    assert policy_config(trimmed, make_policy(name)).component_options("aggregation").beta == 0.3
     assert method_overrides(trimmed, make_policy(name)) == {}

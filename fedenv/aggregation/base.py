@@ -7,7 +7,7 @@ used and with what weight (in the manner of Flower's ``Strategy.aggregate_fit``,
 parameters). A rule of today's kind, a weighted sum of the uploads, implements :meth:`AggregationRule.weights`
 only; the base class then forms ``sum_k weight_k * w_k`` over the kept uploads (:func:`weighted_result`).
 Those rules return weights summing to 1 over the kept uploads, so the global model is a convex
-combination of them; only ``EnvConfig.fedpdp_unnormalised`` (FedPdp and FedCA in the papers' literal
+combination of them; only the option ``unnormalised`` of ``fedpdp`` and ``fedca`` (the papers' literal
 form) breaks this on purpose. BatchNorm running statistics are averaged with the weights normalised to
 sum to 1. A rule that is not a weighted sum (coordinate-wise median, trimmed mean:
 :mod:`fedenv.aggregation.trimmed_mean`) implements :meth:`AggregationRule.aggregate` itself.

@@ -3,11 +3,15 @@ each client's update and the data-weighted mean update, through a Gompertz funct
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import torch
 
 from fedenv.aggregation.base import AggregationRule, Uploads
 from fedenv.config import EnvConfig
+from fedenv.options import option
 
 
 def gompertz(theta: np.ndarray, alpha: float = 5.0) -> np.ndarray:
@@ -49,17 +53,29 @@ def fedadp_weights(updates: np.ndarray, data_sizes, smoothed: np.ndarray, partic
     return scores / scores.sum(), new_smoothed
 
 
+@dataclass(frozen=True)
+class FedAdpOptions:
+    """Options of the ``fedadp`` rule."""
+
+    alpha: float = option(5.0, "FedAdp's Gompertz parameter alpha (FedAdp's best value 5, arXiv 2012.00661, "
+                               "discussion of Fig. 6: \"Empirically, the best alpha is 5\")",
+                          low=0.0, low_open=True, alias="fedadp_alpha")
+
+
 class FedAdp(AggregationRule):
-    """:func:`fedadp_weights` over every usable upload, with the Gompertz constant ``config.fedadp_alpha``.
+    """:func:`fedadp_weights` over every usable upload, with the Gompertz constant of its option ``alpha``
+    (:class:`FedAdpOptions`).
 
     Attributes:
         smoothed_angle: ``(N,)`` each client's smoothed angle (radians; 0 before its first aggregation).
         participations: ``(N,)`` rounds each client has been aggregated in.
     """
 
+    Options: ClassVar[type] = FedAdpOptions
+
     def __init__(self, data_sizes: np.ndarray, config: EnvConfig):
         super().__init__(data_sizes, config)
-        self.alpha = config.fedadp_alpha
+        self.alpha = config.component_options("aggregation").alpha
         self.smoothed_angle = np.zeros(len(self.data_sizes))
         self.participations = np.zeros(len(self.data_sizes), dtype=np.int64)
 

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
 from fedenv.aggregation.base import AggregationRule, Uploads
-from fedenv.aggregation.fedpdp import fedpdp_weights
-from fedenv.config import FEDCA_SCORES, EnvConfig
+from fedenv.aggregation.fedpdp import UNNORMALISED_HELP, fedpdp_weights
+from fedenv.config import EnvConfig
+from fedenv.options import option
+
+FEDCA_SCORES = ("acc", "ce")
+"""FedCA's validation scores (:func:`fedca_scores`)."""
 
 FEDCA_EXHAUSTIVE_LIMIT = 10
 """Up to this many uploads :func:`fedca_subset` scores every subset; above it, greedy forward selection."""
@@ -33,10 +39,10 @@ def fedca_scores(logits: torch.Tensor, labels: torch.Tensor, members: torch.Tens
         ``(M,)`` scores (larger is better).
 
     Raises:
-        ValueError: ``score`` is not one of :data:`fedenv.config.FEDCA_SCORES`.
+        ValueError: ``score`` is not one of :data:`FEDCA_SCORES`.
     """
     if score not in FEDCA_SCORES:
-        raise ValueError(f"fedca_score={score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
+        raise ValueError(f"fedca score={score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
     k, v, c = logits.shape
     averaged = (members / members.sum(dim=1, keepdim=True)) @ logits.reshape(k, v * c)
     averaged = averaged.reshape(-1, v, c)
@@ -84,24 +90,30 @@ def fedca_subset(logits: torch.Tensor, labels: torch.Tensor, score: str = "ce") 
     return np.array(sorted(chosen))
 
 
+@dataclass(frozen=True)
+class FedCAOptions:
+    """Options of the ``fedca`` rule."""
+
+    score: str = option("ce", "FedCA's validation score of a subset: acc (Dirac delta, accuracy) or ce "
+                              "(classification loss; our default, the score FedCM reports generalising better, "
+                              "arXiv 2012.03270 Fig. 2)", choices=FEDCA_SCORES, alias="fedca_score")
+    unnormalised: bool = option(False, UNNORMALISED_HELP + " (FedCA: |S_opt| for |S_t|, Eq. 5)",
+                                alias="fedpdp_unnormalised")
+
+
 class FedCA(AggregationRule):
     """:func:`fedca_subset` of the uploads, then FedPdp weights (:func:`~fedenv.aggregation.fedpdp.fedpdp_weights`)
     over it (Eq. 5: ``p_k |S| / |S_opt|``), renormalised to sum to 1 over ``S_opt`` (our default) unless
-    ``config.fedpdp_unnormalised`` asks for the paper's literal form. Reads ``config.fedca_score`` (``acc``
-    or ``ce``; the paper found ``ce`` generalise better, our default).
-
-    Raises:
-        ValueError: ``config.fedca_score`` is not one of :data:`fedenv.config.FEDCA_SCORES`.
-    """
+    its option ``unnormalised`` asks for the paper's literal form; its option ``score`` (``acc`` or ``ce``;
+    the paper found ``ce`` generalise better, our default) scores the subsets (:class:`FedCAOptions`)."""
 
     needs_validation = True
+    Options: ClassVar[type] = FedCAOptions
 
     def __init__(self, data_sizes: np.ndarray, config: EnvConfig):
         super().__init__(data_sizes, config)
-        if config.fedca_score not in FEDCA_SCORES:
-            raise ValueError(f"fedca_score={config.fedca_score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
-        self.score = config.fedca_score
-        self.renormalise = not config.fedpdp_unnormalised
+        options = config.component_options("aggregation")
+        self.score, self.renormalise = options.score, not options.unnormalised
 
     def weights(self, uploads: Uploads) -> tuple[np.ndarray, np.ndarray]:
         kept = fedca_subset(uploads.validation_logits(), uploads.validation_labels, self.score)

@@ -69,15 +69,13 @@ def policy_config(env_config: EnvConfig, policy: Policy, probing: bool | None = 
     (``env_overrides``: its aggregation rule and the rule's options, local-training settings such as
     FedProx's mu or FedAdp's lr decay) and ``probing`` (None: the policy's own mode, ``policy.probes``:
     pre-selection policies run without probing, so that they are charged only for what they make clients
-    do). A method that sets another aggregation rule runs it with the options its ``env_overrides`` give
-    (``aggregation_options``, default none), not those of the rule it replaces. A policy that
+    do). A method that sets another aggregation rule runs it with the options given for that rule
+    (``EnvConfig.aggregation_options`` holds options per rule). A policy that
     ``selects_from_all_online`` (FedCM) gets every online client as a candidate without probing, and a
     ``UserWarning`` with probing when the env offers fewer candidates than clients.
     :func:`method_overrides` says which settings the method changed."""
     mode = policy.probes if probing is None else probing
     overrides = dict(policy.env_overrides)
-    if overrides.get("aggregation", env_config.aggregation) != env_config.aggregation:
-        overrides.setdefault("aggregation_options", {})
     if policy.selects_from_all_online and env_config.clients_per_round < env_config.num_clients:
         if mode:
             warnings.warn(f"{policy.name} chooses among the env's {env_config.clients_per_round} random candidates "
@@ -95,7 +93,7 @@ def method_overrides(env_config: EnvConfig, policy: Policy, probing: bool | None
     ``field -> {"given": value, "used": value}``. Empty when the method runs what was given."""
     used, defaults = policy_config(env_config, policy, probing), EnvConfig()
     return {name: {"given": getattr(env_config, name), "used": getattr(used, name)}
-            for name in sorted(policy.env_overrides.keys() | {"aggregation_options"})
+            for name in sorted(policy.env_overrides)
             if getattr(env_config, name) != getattr(defaults, name)
             and getattr(used, name) != getattr(env_config, name)}
 
@@ -136,6 +134,10 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
     for name, method in methods.items():
         if method["overridden"]:
             print(f"note: {describe_overrides(name, method['overridden'])}")
+    run = {policy_config(env_config, policy, probing).aggregation for policy in policies}
+    for rule in sorted(set(env_config.aggregation_options) - run):
+        print(f"note: options given for aggregation rule {rule!r}, which no policy runs: "
+              f"{env_config.aggregation_options[rule]}")
     records = evaluate(env_config, policies, seeds, progress=progress, probing=probing, checkpoints=checkpoints)
     print(title or f"seeds {seeds} (team return = shared reward summed over rounds; mean +- std over episodes)")
     if transfer is not None:
