@@ -42,6 +42,7 @@ from fedenv.distributed.entry import run_compare
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import RESULT_FILES, config_differences, policy_config, shared_training_config
 from fedenv.fileio import claim_output_folder
+from fedenv.names import check_known
 from fedenv.observation import feature_names
 from fedenv.registry import POLICIES
 
@@ -153,10 +154,8 @@ def policy_names(spec: str | None, learned: bool) -> list[str]:
         names = [*compared_policies(), *(["vdn"] if learned else [])]
     else:
         names = spec.split(",") if spec else ["fedavg", "random", *(["vdn"] if learned else [])]
-    allowed = [*POLICIES.names(), "vdn"]
     for name in names:
-        if name not in allowed:
-            raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+        check_known(name, [*POLICIES.names(), "vdn"], "policy", field=False)
     if "vdn" in names and not learned:
         raise ValueError("policy vdn needs --checkpoint PATH")
     return names

@@ -45,6 +45,7 @@ from benchmarks.common import (
 from fedenv.baselines import Policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import per_episode_metrics
+from fedenv.names import check_known
 
 BENCHMARL_ALGORITHMS = {"benchmarl-qmix": "QmixConfig", "benchmarl-iql": "IqlConfig", "benchmarl-mappo": "MappoConfig"}
 """Learner name -> BenchMARL algorithm config class (``benchmarl.algorithms``)."""
@@ -115,13 +116,12 @@ def train_learner(name: str, config: EnvConfig, episodes: int, seed: int, run_di
     Raises:
         ValueError: an unknown learner (names the allowed ones).
     """
+    check_known(name, LEARNERS, "learner", field=False)
     if name == "vdn":
         return train_agent(config, episodes, seed, run_dir)
     if name == "sb3-ppo":
         return train_sb3_ppo(config, episodes, seed, run_dir)
-    if name in BENCHMARL_ALGORITHMS:
-        return train_benchmarl(name, config, episodes, seed, run_dir)
-    raise ValueError(f"learner {name!r} is not known; allowed: {', '.join(LEARNERS)}")
+    return train_benchmarl(name, config, episodes, seed, run_dir)
 
 
 def learner_row(name: str, config: EnvConfig, args: argparse.Namespace, fixed_records: dict,
@@ -151,8 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     apply_quick(args)
     names = [n.strip() for n in args.learners.split(",") if n.strip()]
     for name in names:
-        if name not in LEARNERS:
-            parser.error(f"--learners: {name!r} is not known; allowed: {', '.join(LEARNERS)}")
+        try:
+            check_known(name, LEARNERS, "--learners: learner", field=False)
+        except ValueError as error:
+            parser.error(str(error))
     config, episodes = base_config(args), {}
     fixed_records = evaluate_records(config, [], fixed_names(args), eval_seeds(args.eval_episodes))  # loads the data
     rows = [learner_row(name, config, args, fixed_records, episodes) for name in names]

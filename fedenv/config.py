@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedenv.fileio import json_text
+from fedenv.names import check_known
 from fedenv.options import build_options, options_class
 from fedenv.plain import infinities_from_json, plain_fields
 from fedenv.registry import AGGREGATION_RULES, DATASETS, MODELS, PARTITIONERS, Registry
@@ -260,8 +261,7 @@ class EnvConfig:
     def validate(self) -> EnvConfig:
         """Check every field; raise ``ValueError`` naming the field, its value and what is allowed."""
         for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not known; allowed: {', '.join(allowed)}")
+            check_known(getattr(self, name), allowed, name)
         for kind, registry in COMPONENTS.items():
             for name in getattr(self, f"{kind}_options"):
                 if name not in registry:

@@ -27,6 +27,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from fedenv.names import check_known
+
 
 def option(default, help: str, low: float | None = None, high: float | None = None, low_open: bool = False,
            high_open: bool = False, choices: tuple | None = None, alias: str | None = None):
@@ -64,8 +66,8 @@ def check_option(owner: str, f: dataclasses.Field, value) -> None:
     """Raise ``ValueError`` naming ``owner``'s option, the value and what is allowed, unless ``value`` fits."""
     meta = f.metadata
     allowed = allowed_text(f)
-    if meta.get("choices") and value not in meta["choices"]:
-        raise ValueError(f"{owner} option {f.name}={value!r} is not allowed; {allowed}")
+    if meta.get("choices"):
+        check_known(value, meta["choices"], f"{owner} option {f.name}")
     low, high = meta.get("low"), meta.get("high")
     if low is None and high is None:
         return

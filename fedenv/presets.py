@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from fedenv.config import EnvConfig
+from fedenv.names import check_known
 
 _PAPER_SCALE = {"num_clients": 100, "clients_per_round": 10, "local_epochs": 5}
 PRESETS: dict[str, dict] = {
@@ -37,6 +38,5 @@ def apply_preset(name: str, base: EnvConfig | None = None) -> EnvConfig:
     Raises:
         ValueError: unknown preset (the message lists the allowed names).
     """
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+    check_known(name, PRESETS, "preset", field=False)
     return dataclasses.replace(base or EnvConfig(), **PRESETS[name])

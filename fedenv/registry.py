@@ -21,6 +21,8 @@ import importlib
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from fedenv.names import check_known
+
 T = TypeVar("T")
 
 
@@ -90,8 +92,7 @@ class Registry(Generic[T]):
         return len(self._entries)
 
     def _check(self, name: str) -> None:
-        if name not in self._entries:
-            raise ValueError(f"{self.kind} {name!r} is not known; allowed: {', '.join(self._entries)}")
+        check_known(name, self._entries, self.kind, field=False)
 
 
 # ---------------------------------------------------------------- datasets (fedenv/data/)

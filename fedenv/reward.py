@@ -9,6 +9,7 @@ the accuracy term telescopes to ``w1 * (U(Acc(T)) - U(Acc(0)))``.
 from __future__ import annotations
 
 from fedenv.config import UTILITIES
+from fedenv.names import check_known
 
 
 def utility(accuracy: float, kind: str = "exp64") -> float:
@@ -27,11 +28,10 @@ def utility(accuracy: float, kind: str = "exp64") -> float:
     Raises:
         ValueError: unknown kind.
     """
-    if kind == "exp64":
-        return float((64.0**accuracy - 1.0) / 63.0)
+    check_known(kind, UTILITIES, "utility")
     if kind == "linear":
         return float(accuracy)
-    raise ValueError(f"unknown utility {kind!r}; allowed: {', '.join(UTILITIES)}")
+    return float((64.0**accuracy - 1.0) / 63.0)
 
 
 def team_reward(

@@ -41,5 +41,5 @@ def test_fedca_keeps_the_subset_that_scores_best_and_weights_it_as_fedpdp(score)
 
 
 def test_fedca_rejects_an_unknown_score():
-    with pytest.raises(ValueError, match="aggregation rule 'fedca' option score='f1' is not allowed; one of acc, ce"):
+    with pytest.raises(ValueError, match="aggregation rule 'fedca' option score='f1' is not known; allowed: acc, ce"):
         FedCA(np.ones(2), EnvConfig(aggregation="fedca", aggregation_options={"fedca": {"score": "f1"}}))

@@ -167,7 +167,7 @@ def test_evaluate_into_a_folder_holding_another_evaluation_is_refused_and_keeps_
 
 @pytest.mark.parametrize("argv,message", [
     (["--clients-per-round", "20"], "clients_per_round=20 must be <= num_clients=10"),
-    (["--policies", "fedavg,oracle"], "unknown policy 'oracle'"),
+    (["--policies", "fedavg,oracle"], "policy 'oracle' is not known; allowed: fedavg"),
     (["--policies", "vdn"], "policy vdn needs --checkpoint"),
     (["--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
 ])

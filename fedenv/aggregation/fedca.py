@@ -15,6 +15,7 @@ import torch
 from fedenv.aggregation.base import AggregationRule, Uploads
 from fedenv.aggregation.fedpdp import UNNORMALISED_HELP, fedpdp_weights
 from fedenv.config import EnvConfig
+from fedenv.names import check_known
 from fedenv.options import option
 
 FEDCA_SCORES = ("acc", "ce")
@@ -41,8 +42,7 @@ def fedca_scores(logits: torch.Tensor, labels: torch.Tensor, members: torch.Tens
     Raises:
         ValueError: ``score`` is not one of :data:`FEDCA_SCORES`.
     """
-    if score not in FEDCA_SCORES:
-        raise ValueError(f"fedca score={score!r} is not known; allowed: {', '.join(FEDCA_SCORES)}")
+    check_known(score, FEDCA_SCORES, "score")
     k, v, c = logits.shape
     averaged = (members / members.sum(dim=1, keepdim=True)) @ logits.reshape(k, v * c)
     averaged = averaged.reshape(-1, v, c)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from fedenv.names import check_known
 from fedenv.registry import DATASETS
 
 INPUT_KINDS = ("image", "sequence")
@@ -158,8 +159,7 @@ def subsample_split(dataset: Dataset, split: str, size: int | None, seed: int = 
         ValueError: ``split`` is neither ``"train"`` nor ``"test"``, or ``size`` is below 1 or above the
             split's size.
     """
-    if split not in ("train", "test"):
-        raise ValueError(f"split={split!r} is not known; allowed: train, test")
+    check_known(split, ("train", "test"), "split")
     if size is None:
         return dataset
     labels = dataset.train_y if split == "train" else dataset.test_y

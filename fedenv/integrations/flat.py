@@ -7,6 +7,7 @@ from gymnasium import spaces
 from pettingzoo.utils import BaseParallelWrapper
 
 from fedenv.env import ClientSelectionEnv
+from fedenv.names import check_known
 
 MASK_MODES = ("append", "drop")
 
@@ -42,8 +43,7 @@ def flat_observation_space(env: ClientSelectionEnv, mask: str) -> spaces.Box:
     Raises:
         ValueError: unknown ``mask`` mode.
     """
-    if mask not in MASK_MODES:
-        raise ValueError(f"mask={mask!r} is not known; allowed: {', '.join(MASK_MODES)}")
+    check_known(mask, MASK_MODES, "mask")
     inner = env.observation_space(env.possible_agents[0])["observation"]
     low, high = inner.low, inner.high
     if mask == "append":

@@ -32,6 +32,7 @@ from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 from fedenv.fileio import atomic_write, atomic_write_json
 from fedenv.integrations.flat import flatten_observations
+from fedenv.names import check_known
 from fedenv.vector import VectorClientSelectionEnv
 
 
@@ -62,8 +63,7 @@ SB3_ALGORITHMS = ("PPO", "DQN", "A2C", "MaskablePPO")
 
 
 def _sb3_class(algorithm: str):
-    if algorithm not in SB3_ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r} is not known; allowed: {', '.join(SB3_ALGORITHMS)}")
+    check_known(algorithm, SB3_ALGORITHMS, "algorithm")
     if algorithm == "MaskablePPO":
         from sb3_contrib import MaskablePPO
 

@@ -26,6 +26,7 @@ import pickle
 from pathlib import Path
 
 from fedenv.models import build_model, count_macs
+from fedenv.names import check_known
 from fedenv.registry import MODELS
 from fedenv.traces import TRACE_FORMAT, TRACE_VERSION, check_unique_clients, parse_trace
 
@@ -60,8 +61,7 @@ def safe_unpickle(data: bytes, name: str = "<bytes>"):
 def _reference(model: str) -> dict:
     """The trace's reference model: its MACs per sample on the input of its own task
     (:attr:`fedenv.models.ModelSpec.reference_input_shape`)."""
-    if model not in MODELS:
-        raise ValueError(f"reference_model={model!r} is not known; allowed: {', '.join(MODELS)}")
+    check_known(model, MODELS, "reference_model")
     spec = MODELS.get(model)
     network = build_model(model, spec.reference_input_shape, spec.reference_num_classes, seed=0)
     return {"name": model, "macs_per_sample": count_macs(network, spec.reference_input_shape, spec.input_dtype)}

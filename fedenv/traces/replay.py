@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fedenv.config import TRACE_MODES
+from fedenv.names import check_known
 from fedenv.traces.schema import DeviceTrace
 
 
@@ -97,8 +98,7 @@ class TraceReplay:
     def __init__(self, trace: DeviceTrace, num_clients: int, rng: np.random.Generator, model_macs: int,
                  model_bits: int, mode: str = "replay"):
         require_clients(trace, num_clients, str(trace.path))
-        if mode not in TRACE_MODES:
-            raise ValueError(f"trace_mode={mode!r} is not known; allowed: {', '.join(TRACE_MODES)}")
+        check_known(mode, TRACE_MODES, "trace_mode")
         _check_positive("model_macs", model_macs)
         _check_positive("model_bits", model_bits)
         self._trace = trace

@@ -11,6 +11,7 @@ from fedenv.engine.grad_fns.grouped_conv import stackable_layers, stacked_grad_f
 from fedenv.engine.grad_fns.mlp import mlp_grad_fn
 from fedenv.engine.grad_fns.vmap import vmap_grad_fn
 from fedenv.models import MLP
+from fedenv.names import check_known
 
 
 def batched_grad_fn(model: nn.Module, engine: str = "auto", cpu_chunk_bytes: int | None = CPU_CHUNK_BYTES) -> GradFn:
@@ -31,8 +32,7 @@ def batched_grad_fn(model: nn.Module, engine: str = "auto", cpu_chunk_bytes: int
     Raises:
         ValueError: unknown engine, or ``cpu_chunk_bytes`` < 1.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r} is not known; allowed: {', '.join(ENGINES)}")
+    check_known(engine, ENGINES, "engine")
     if cpu_chunk_bytes is not None and cpu_chunk_bytes < 1:
         raise ValueError(f"cpu_chunk_bytes={cpu_chunk_bytes!r} must be >= 1 or None")
     if engine == "vmap":
