@@ -105,8 +105,9 @@ def fedadp_config(args) -> EnvConfig:
     all nodes every round, B = 32, E = 1, lr 0.01 decayed by 0.995 per round (for FedAvg too)."""
     return EnvConfig(
         dataset=args.dataset, data_root=args.data_root, model=args.fedadp_model, partition="xclass",
-        num_clients=10, clients_per_round=10, xclass_classes=args.x, xclass_noniid_clients=5,
-        xclass_samples=args.samples, val_fraction=0.0, num_rounds=args.fedadp_rounds, local_epochs=1,
+        num_clients=10, clients_per_round=10, val_fraction=0.0,
+        partition_options={"xclass": {"classes": args.x, "noniid_clients": 5, "samples": args.samples}},
+        num_rounds=args.fedadp_rounds, local_epochs=1,
         batch_size=32, lr=0.01, lr_decay=0.995, latency_weight=0.0, comm_weight=0.0, device=args.device)
 
 
@@ -115,7 +116,7 @@ def fedcm_config(args) -> EnvConfig:
     uniformly per round; FedPdp / FedCA weights as the paper writes them unless ``--renormalised``."""
     return EnvConfig(
         dataset=args.dataset, data_root=args.data_root, model=args.fedcm_model, partition="dirichlet",
-        dirichlet_alpha=args.alpha, num_clients=20, clients_per_round=8, val_fraction=0.1,
+        partition_options={"dirichlet": {"alpha": args.alpha}}, num_clients=20, clients_per_round=8, val_fraction=0.1,
         num_rounds=args.fedcm_rounds, local_epochs=args.fedcm_epochs, batch_size=32, lr=0.05,
         aggregation_options={"fedca": {"score": "ce", "unnormalised": not args.renormalised},
                              "fedpdp": {"unnormalised": not args.renormalised}},

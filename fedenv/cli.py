@@ -5,8 +5,9 @@ Every field ``name`` of a dataclass (:class:`~fedenv.config.EnvConfig`, ``agents
 a flag ``--name-with-dashes`` whose help is the field's ``metadata["help"]`` and its default, in the
 argument group ``metadata["group"]`` (one group per class for fields without one). A ``--config FILE``
 (YAML or JSON mapping flag names, with dashes or underscores, to values) counts as flags given first,
-parsed and checked as flags are; flags given on the command line win over the file. ``--preset NAME``
-(:mod:`fedenv.presets`) sets a paper task's fields first; other flags override them.
+parsed and checked as flags are; flags given on the command line win over the file; flat keys of earlier
+releases that are now component options (``dominant_fraction``) still work (:func:`with_option_aliases`).
+``--preset NAME`` (:mod:`fedenv.presets`) sets a paper task's fields first; other flags override them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from fedenv.config import CHOICES, COMPONENTS, EnvConfig
+from fedenv.config import CHOICES, COMPONENTS, EnvConfig, option_aliases
 from fedenv.options import allowed_text, options_class
 from fedenv.presets import PRESETS, apply_preset
 
@@ -184,8 +185,8 @@ def parse_with_config_file(parser: argparse.ArgumentParser, argv=None) -> argpar
     """
     args = parser.parse_args(argv)
     if getattr(args, "config", None):
-        values = load_config_file(args.config)
         actions = {action.dest: action for action in parser._actions if action.option_strings}
+        values = with_option_aliases(load_config_file(args.config), set(actions))
         unknown = sorted(set(values) - set(actions))
         if unknown:
             parser.error(f"config file {args.config} has unknown keys {unknown}")
@@ -197,6 +198,23 @@ def parse_with_config_file(parser: argparse.ArgumentParser, argv=None) -> argpar
                 parser.error(f"config file {args.config}: key {key!r}: {error}")
         args = parser.parse_args([*tokens, *(argv if argv is not None else sys.argv[1:])])
     return args
+
+
+def with_option_aliases(values: dict, dests: set[str]) -> dict:
+    """Config-file ``values`` with each flat key of an earlier release that is now a component option
+    (:func:`fedenv.config.option_aliases`: ``dominant_fraction``, ``fedpdp_unnormalised``) given to every
+    option flag it became (``fedmarl_dominant_fraction``; ``fedpdp_unnormalised`` and ``fedca_unnormalised``),
+    among the parser's ``dests``; keys given in the new form win."""
+    out = dict(values)
+    for alias, targets in option_aliases().items():
+        if alias in values:
+            for _, name, f in targets:
+                dest = f"{name}_{f.name}".replace("-", "_")
+                if dest in dests and (dest not in values or dest == alias):
+                    out[dest] = values[alias]
+            if alias not in dests:
+                del out[alias]
+    return out
 
 
 TRUE_WORDS = ("true", "yes", "on", "1")

@@ -52,7 +52,7 @@ def _field(default, group: str, help: str):
 
 
 COUNTS = ("num_clients", "clients_per_round", "num_rounds", "local_epochs", "batch_size", "history_length",
-          "min_client_size", "xclass_classes", "xclass_samples")
+          "min_client_size")
 """Fields of :class:`EnvConfig` that must be integers >= 1."""
 OPTIONAL_COUNTS = ("train_samples", "test_samples")
 """Fields of :class:`EnvConfig` that must be integers >= 1 or None."""
@@ -116,28 +116,11 @@ class EnvConfig:
     partition: str = _field("fedmarl", FEDERATION, (
         "how the training pool is split over the clients: fedmarl (our default: one dominant label per "
         "client, power-law sizes; FedMarl, arXiv 2201.02932), dirichlet (label shares ~ Dir(alpha)), iid, "
-        "xclass (FedAdp's x-class non-IID setting, arXiv 2012.00661), natural (one dataset user per client)"))
-    dominant_fraction: float = _field(0.8, FEDERATION, (
-        "fedmarl partition: share of each client's samples drawn from its dominant label, in [0, 1]; "
-        "the rest is spread evenly over the other labels (FedMarl's 0.8, arXiv 2201.02932)"))
-    size_exponent: float = _field(0.5, FEDERATION, (
-        "fedmarl partition: client sizes follow a power law, size ~ rank ** -exponent, >= 0 (0: equal "
-        "sizes; the exponent is our default: FedMarl gives none)"))
-    dirichlet_alpha: float = _field(0.5, FEDERATION, (
-        "dirichlet partition: concentration alpha > 0 of the per-class client shares, small is skewed, "
-        "large near-IID (FedCM's class heterogeneity, arXiv 2012.03270; Yurochkin et al. 2019; "
-        "our default)"))
+        "xclass (FedAdp's x-class non-IID setting, arXiv 2012.00661), natural (one dataset user per client); "
+        "each one's options are flags --NAME-OPTION (--dirichlet-alpha)"))
     min_client_size: int = _field(10, FEDERATION, (
         "fewest training samples per client, >= 1: fedmarl and dirichlet top small clients up to it, "
         "natural draws only users holding at least this many (our default)"))
-    xclass_classes: int = _field(1, FEDERATION, (
-        "xclass partition: number x of classes a non-IID client draws its samples from, >= 1 "
-        "(FedAdp's x = 1 or 2, arXiv 2012.00661 Sec. III)"))
-    xclass_noniid_clients: int = _field(5, FEDERATION, (
-        "xclass partition: how many clients are non-IID (the others sample the whole pool), in "
-        "[0, num_clients] (FedAdp's 5 IID + 5 non-IID setting)"))
-    xclass_samples: int = _field(600, FEDERATION, (
-        "xclass partition: training samples per client, >= 1 (FedAdp's 600)"))
     val_fraction: float = _field(0.1, FEDERATION, (
         "share of each class of the training set held out as the server's validation split before "
         "partitioning, in [0, 0.99]; FedCA scores uploads on it (our default)"))
@@ -275,17 +258,17 @@ class EnvConfig:
                 f"clients_per_round={self.clients_per_round} must be <= num_clients={self.num_clients}"
             )
         ranges = {
-            "dominant_fraction": (0.0, 1.0), "val_fraction": (0.0, 0.99), "momentum": (0.0, 0.999),
+            "val_fraction": (0.0, 0.99), "momentum": (0.0, 0.999),
             "lr_decay": (0.0, 1.0),
         }
         for name, (low, high) in ranges.items():
             value = getattr(self, name)
             if not low <= value <= high:
                 raise ValueError(f"{name}={value!r} must be in [{low}, {high}]")
-        for name in ("lr", "lr_decay", "dirichlet_alpha"):
+        for name in ("lr", "lr_decay"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be > 0")
-        for name in ("size_exponent", "weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
+        for name in ("weight_decay", "fedprox_mu", "accuracy_weight", "latency_weight", "comm_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be >= 0")
         if self.round_deadline_s is not None and not self.round_deadline_s > 0:

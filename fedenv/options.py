@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedenv.names import check_known
+from fedenv.plain import plain_value
 
 
 def option(default, help: str, low: float | None = None, high: float | None = None, low_open: bool = False,
@@ -87,8 +88,8 @@ def build_options(owner: str, options: type | None, values: Mapping[str, Any]):
         options: the component's ``Options`` class, or None when it takes none.
 
     Raises:
-        ValueError: a key that is not one of its options (the message lists them), or a value outside
-            an option's range.
+        ValueError: a key that is not one of its options (the message lists them), a value of the wrong
+            type, or a value outside an option's range.
     """
     values = dict(values or {})
     fields = {f.name: f for f in dataclasses.fields(options)} if options is not None else {}
@@ -99,9 +100,7 @@ def build_options(owner: str, options: type | None, values: Mapping[str, Any]):
     if options is None:
         return None
     hints = typing.get_type_hints(options)
-    for name, value in values.items():
-        if hints[name] is float and isinstance(value, int) and not isinstance(value, bool):
-            values[name] = float(value)
+    values = {name: plain_value(f"{owner} option {name}", value, hints[name]) for name, value in values.items()}
     built = options(**values)
     for f in fields.values():
         check_option(owner, f, getattr(built, f.name))

@@ -83,7 +83,8 @@ def test_configured_policy_carries_its_overrides_into_the_env_config():
 def test_settings_follow_the_papers():
     args = pc.parse_args(["--data-root", "somewhere"])
     adp, cm = pc.fedadp_config(args), pc.fedcm_config(args)
-    assert (adp.num_clients, adp.clients_per_round, adp.xclass_samples, adp.batch_size, adp.local_epochs,
+    samples = adp.component_options("partition").samples
+    assert (adp.num_clients, adp.clients_per_round, samples, adp.batch_size, adp.local_epochs,
             adp.lr, adp.lr_decay) == (10, 10, 600, 32, 1, 0.01, 0.995)
     assert (cm.num_clients, cm.clients_per_round) == (20, 8)
     fedca, fedpdp = cm.component_options("aggregation", "fedca"), cm.component_options("aggregation", "fedpdp")

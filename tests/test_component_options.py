@@ -127,3 +127,19 @@ def test_options_given_for_a_rule_no_policy_runs_are_stated(toy_components, tmp_
     assert "note: options given for aggregation rule 'toy-shrink', which no policy runs: {'factor': 0.5}" in \
         capsys.readouterr().out
     assert SEEN["shrink"] == []
+
+
+def test_config_files_of_earlier_releases_set_the_options_their_flat_keys_became(tmp_path):
+    from fedenv.cli import env_config_from_args
+
+    path = tmp_path / "old.yaml"
+    path.write_text("partition: xclass\nxclass_samples: 300\ndominant_fraction: 0.6\nfedpdp_unnormalised: true\n"
+                    "fedca_score: acc\n")
+    args = parse_with_config_file(evaluate.build_parser(), ["--config", str(path)])
+    assert (args.xclass_samples, args.fedmarl_dominant_fraction) == (300, 0.6)
+    assert args.fedpdp_unnormalised is True and args.fedca_unnormalised is True and args.fedca_score == "acc"
+    config = env_config_from_args(args)
+    assert config.component_options("partition").samples == 300
+    assert config.partition_options["fedmarl"] == {"dominant_fraction": 0.6}
+    assert config.aggregation_options == {"fedpdp": {"unnormalised": True},
+                                          "fedca": {"score": "acc", "unnormalised": True}}

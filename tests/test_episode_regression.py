@@ -26,7 +26,8 @@ PINNED = json.loads((Path(__file__).parent / "fixtures" / "pinned_episodes.json"
 def test_seeded_episode_replays_the_recorded_rounds(case):
     pinned = PINNED["cases"][case]
     policy = make_policy(pinned["policy"])
-    config = EnvConfig(**{**PINNED["base"], **pinned["overrides"], **policy.env_overrides})
+    # the overrides were recorded with the flat keys of an earlier release; from_dict reads them as options
+    config = EnvConfig.from_dict({**PINNED["base"], **pinned["overrides"], **policy.env_overrides})
     record = run_episode(ClientSelectionEnv(config), policy, seed=PINNED["seed"])
     assert record.num_selected == pinned["num_selected"]
     for key in ("accuracy", "wall_clock_s", "reward", "comm_mb"):

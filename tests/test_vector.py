@@ -17,8 +17,9 @@ def actions_for(agents, round_index, offset):
 
 
 # ResNet-18: BatchNorm buffers per client and per federation; tiny clients (xclass gives 8 samples each)
-BATCHNORM = tiny_config(model="resnet18", local_epochs=2, batch_size=8, partition="xclass", xclass_noniid_clients=1,
-                        xclass_samples=8, test_samples=20, momentum=0.5, fedprox_mu=0.01)
+BATCHNORM = tiny_config(model="resnet18", local_epochs=2, batch_size=8, partition="xclass",
+                        partition_options={"xclass": {"noniid_clients": 1, "samples": 8}},
+                        test_samples=20, momentum=0.5, fedprox_mu=0.01)
 
 
 @pytest.mark.parametrize("config, seeds", [(CONFIG, [3, 11, 29]), (BATCHNORM, [3, 11])], ids=["mlp", "resnet18"])

@@ -69,7 +69,7 @@ class Federation:
             raise ValueError(
                 f"the model has BatchNorm, so clients train on full minibatches only, but clients hold {small} "
                 f"samples < batch_size={config.batch_size}: lower batch_size or give every client more samples "
-                "(min_client_size, xclass_samples)"
+                "(--min-client-size, --xclass-samples)"
             )
         self.rule = rule if rule is not None else FedAvg(self.data_sizes, EnvConfig())
         validation = torch.as_tensor(np.asarray(validation_indices, dtype=np.int64), device=device)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedenv.data.partition.common import check_num_clients, top_up
+from fedenv.options import option
 
 if TYPE_CHECKING:
     from fedenv.config import EnvConfig
@@ -81,8 +83,21 @@ def _dirichlet_counts(class_sizes: np.ndarray, num_clients: int, alpha: float, r
     return counts
 
 
+@dataclass(frozen=True)
+class DirichletOptions:
+    """Options of the ``dirichlet`` partitioner."""
+
+    alpha: float = option(0.5, "concentration alpha of the per-class client shares, small is skewed, large "
+                               "near-IID (FedCM's class heterogeneity, arXiv 2012.03270; Yurochkin et al. 2019; "
+                               "our default)", low=0.0, low_open=True, alias="dirichlet_alpha")
+
+
 def dirichlet(labels: np.ndarray, owners: np.ndarray | None, num_clients: int, rng: np.random.Generator,
               config: EnvConfig) -> list[np.ndarray]:
     """The registered ``dirichlet`` partitioner: :func:`partition_dirichlet` with ``alpha`` =
-    ``config.dirichlet_alpha`` and ``min_size`` = ``config.min_client_size``."""
-    return partition_dirichlet(labels, num_clients, rng, alpha=config.dirichlet_alpha, min_size=config.min_client_size)
+    its option ``alpha`` (:class:`DirichletOptions`) and ``min_size`` = ``config.min_client_size``."""
+    alpha = config.component_options("partition", "dirichlet").alpha
+    return partition_dirichlet(labels, num_clients, rng, alpha=alpha, min_size=config.min_client_size)
+
+
+dirichlet.Options = DirichletOptions

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedenv.data.partition.common import check_class_budget, check_num_clients, draw_shards
+from fedenv.options import option
 
 if TYPE_CHECKING:
     from fedenv.config import EnvConfig
@@ -115,9 +117,25 @@ def _largest_feasible_counts(shares, dominant, dominant_fraction, available, rem
     return counts_for(lo)
 
 
+@dataclass(frozen=True)
+class FedMarlOptions:
+    """Options of the ``fedmarl`` partitioner."""
+
+    dominant_fraction: float = option(0.8, "share of each client's samples drawn from its dominant label; the "
+                                           "rest is spread evenly over the other labels (FedMarl's 0.8, arXiv "
+                                           "2201.02932)", low=0.0, high=1.0, alias="dominant_fraction")
+    size_exponent: float = option(0.5, "client sizes follow a power law, size ~ rank ** -exponent (0: equal "
+                                       "sizes; the exponent is our default: FedMarl gives none)",
+                                  low=0.0, alias="size_exponent")
+
+
 def fedmarl(labels: np.ndarray, owners: np.ndarray | None, num_clients: int, rng: np.random.Generator,
             config: EnvConfig) -> list[np.ndarray]:
-    """The registered ``fedmarl`` partitioner: :func:`partition_fedmarl` with ``dominant_fraction``,
-    ``size_exponent`` and ``min_size`` = ``min_client_size`` from ``config``."""
-    return partition_fedmarl(labels, num_clients, rng, dominant_fraction=config.dominant_fraction,
-                             size_exponent=config.size_exponent, min_size=config.min_client_size)
+    """The registered ``fedmarl`` partitioner: :func:`partition_fedmarl` with its options
+    (:class:`FedMarlOptions`) and ``min_size`` = ``config.min_client_size``."""
+    options = config.component_options("partition", "fedmarl")
+    return partition_fedmarl(labels, num_clients, rng, dominant_fraction=options.dominant_fraction,
+                             size_exponent=options.size_exponent, min_size=config.min_client_size)
+
+
+fedmarl.Options = FedMarlOptions

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedenv.data.partition.common import check_class_budget, check_min_size, check_num_clients, draw_shards
+from fedenv.options import option
 
 if TYPE_CHECKING:
     from fedenv.config import EnvConfig
@@ -52,10 +54,25 @@ def partition_xclass(
     return draw_shards(labels, classes, counts, rng)
 
 
+@dataclass(frozen=True)
+class XClassOptions:
+    """Options of the ``xclass`` partitioner (FedAdp, arXiv 2012.00661 Sec. III)."""
+
+    classes: int = option(1, "number x of classes a non-IID client draws its samples from (FedAdp's x = 1 or 2)",
+                          low=1, alias="xclass_classes")
+    noniid_clients: int = option(5, "how many clients are non-IID (the others sample the whole pool), at most "
+                                    "num_clients (FedAdp's 5 IID + 5 non-IID setting)", low=0,
+                                 alias="xclass_noniid_clients")
+    samples: int = option(600, "training samples per client (FedAdp's 600)", low=1, alias="xclass_samples")
+
+
 def xclass(labels: np.ndarray, owners: np.ndarray | None, num_clients: int, rng: np.random.Generator,
            config: EnvConfig) -> list[np.ndarray]:
-    """The registered ``xclass`` partitioner: :func:`partition_xclass` with ``classes_per_client``,
-    ``noniid_clients`` and ``samples_per_client`` = ``xclass_classes``, ``xclass_noniid_clients`` and
-    ``xclass_samples`` of ``config``."""
-    return partition_xclass(labels, num_clients, rng, classes_per_client=config.xclass_classes,
-                            noniid_clients=config.xclass_noniid_clients, samples_per_client=config.xclass_samples)
+    """The registered ``xclass`` partitioner: :func:`partition_xclass` with its options ``classes``,
+    ``noniid_clients`` and ``samples`` (:class:`XClassOptions`)."""
+    options = config.component_options("partition", "xclass")
+    return partition_xclass(labels, num_clients, rng, classes_per_client=options.classes,
+                            noniid_clients=options.noniid_clients, samples_per_client=options.samples)
+
+
+xclass.Options = XClassOptions
