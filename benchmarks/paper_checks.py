@@ -41,7 +41,7 @@ import time
 import numpy as np
 import torch
 
-from fedenv.baselines import Configured, FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedCMTS
+from fedenv.baselines import ConfiguredPolicy, FedAdpPolicy, FedAvgPolicy, FedCAPolicy, FedCMTSPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
 from fedenv.evaluation.rollout import EpisodeRecord
@@ -164,9 +164,9 @@ def run_fedcm(args) -> tuple[list[dict], dict[str, list[EpisodeRecord]]]:
     and the records (FedAvg's are reused by the FedProx sweep)."""
     uniform = fedcm_config(args)   # 8 of 20 drawn uniformly, all upload
     bandit = dataclasses.replace(uniform, clients_per_round=20)   # FedCM-TS picks 8 of 20 (select_fraction 0.4)
-    fedpdp = Configured("fedpdp", {"aggregation": "fedpdp"})
+    fedpdp = ConfiguredPolicy("fedpdp", {"aggregation": "fedpdp"})
     records = evaluate_policies(uniform, [FedAvgPolicy(), fedpdp, FedCAPolicy()], seeds_of(args), progress=False)
-    records.update(evaluate_policies(bandit, [FedCMTS(select_fraction=0.4)], seeds_of(args), progress=False))
+    records.update(evaluate_policies(bandit, [FedCMTSPolicy(select_fraction=0.4)], seeds_of(args), progress=False))
     print(f"\n(b) FedCM-TS, FedCA, FedPdp vs FedAvg: {args.dataset}, Dirichlet alpha={args.alpha} over 20 clients, "
           f"8 per round, {args.fedcm_model}, E={args.fedcm_epochs}, {args.fedcm_rounds} rounds, FedCA score ce")
     print("method     final accuracy     rounds to fedavg's final acc   speed-up vs fedavg")
@@ -196,7 +196,7 @@ def run_fedprox(args, fedavg: list[EpisodeRecord] | None = None) -> list[dict]:
     """Run check (c) in the fedcm check's federation; print final accuracy per mu and its paired difference
     to FedAvg on the same seeds (``fedavg``: check (b)'s FedAvg records, run here when None); return its
     closing-table row."""
-    policies = [Configured(f"fedprox-{mu:g}", {"aggregation": "fedavg", "fedprox_mu": mu}) for mu in FEDPROX_MUS]
+    policies = [ConfiguredPolicy(f"fedprox-{mu:g}", {"aggregation": "fedavg", "fedprox_mu": mu}) for mu in FEDPROX_MUS]
     records = evaluate_policies(fedcm_config(args), policies + [FedAvgPolicy()] * (fedavg is None), seeds_of(args),
                                 progress=False)
     fedavg = records["fedavg"] if fedavg is None else fedavg

@@ -30,7 +30,7 @@ if not __package__:  # run as a file, python benchmarks/NAME.py: import this che
 import argparse
 
 from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, SUMMARY_METRICS, mean_of, scaled_weights, write_study
-from fedenv.baselines import LateRoundsSchedule, make_policy
+from fedenv.baselines import LateRoundsPolicy, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     config = EnvConfig(**QUICK_FEDERATION) if args.quick else EnvConfig(device="cpu")
     try:
         config = scaled_weights(config, args.weight_scale)
-        schedules = [LateRoundsSchedule(k, last, config.num_rounds, name=f"{k} random, all last {last}")
+        schedules = [LateRoundsPolicy(k, last, config.num_rounds, name=f"{k} random, all last {last}")
                      for k, last in parse_grid("1:1" if args.quick else args.grid)]
     except ValueError as error:
         parser.error(str(error))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fedenv
-from fedenv.baselines import Fastest, Oort, Policy, make_policy, options_for, policy_options
+from fedenv.baselines import FastestPolicy, OortPolicy, Policy, make_policy, options_for, policy_options
 from fedenv.evaluation import run_episode
 from fedenv.registry import POLICIES
 
@@ -23,7 +23,7 @@ def test_options_go_to_the_policies_that_take_them():
     assert policy_options("fastest") == ("select_fraction",)
     assert policy_options("fedavg") == ()
     assert make_policy("fastest", select_fraction=0.3).select_fraction == 0.3
-    assert isinstance(make_policy("oort", select_fraction=0.3, exploration=0.5), Oort)
+    assert isinstance(make_policy("oort", select_fraction=0.3, exploration=0.5), OortPolicy)
     assert make_policy("random", p=0.2).p == 0.2
     assert options_for("fedavg", select_fraction=0.3) == {}
     assert options_for("fedcm-ts", select_fraction=0.3) == {"select_fraction": 0.3}
@@ -42,7 +42,7 @@ def test_an_option_the_policy_does_not_take_is_refused_with_the_ones_it_takes():
 
 def test_a_factory_taking_any_keyword_gets_every_option():
     def flexible(**options):
-        return Fastest(**options)
+        return FastestPolicy(**options)
 
     POLICIES.register("flexible", flexible)
     try:

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from fedenv.baselines import FedCMTS, FedCMUCB, make_policy
+from fedenv.baselines import FedCMTSPolicy, FedCMUCBPolicy, make_policy
 from fedenv.config import EnvConfig
 
 
 def test_ucb_update_and_index_by_hand():
-    policy = FedCMUCB(select_fraction=0.5)
+    policy = FedCMUCBPolicy(select_fraction=0.5)
     policy.reset(0)
     policy.arms["client_0"] = [0.0, 1.0]
     policy.update("client_0", 1.0)
@@ -20,7 +20,7 @@ def test_ucb_update_and_index_by_hand():
 
 
 def test_thompson_sampling_update_by_hand():
-    policy = FedCMTS()
+    policy = FedCMTSPolicy()
     policy.reset(0)
     policy.arm("client_1")
     policy.update("client_1", 1.0)
@@ -36,7 +36,7 @@ def observation(candidate: bool) -> dict:
 
 
 def test_ucb_selects_the_highest_indices_and_rewards_the_kept_uploads():
-    policy = FedCMUCB(select_fraction=0.5)
+    policy = FedCMUCBPolicy(select_fraction=0.5)
     policy.reset(0)
     policy.round = 1  # act() makes it round 2: index mu + sqrt(2 ln 2 / a)
     policy.arms = {"a": [0.0, 1.0], "b": [1.0, 1.0], "c": [0.5, 4.0], "d": [0.9, 1.0]}
@@ -48,15 +48,15 @@ def test_ucb_selects_the_highest_indices_and_rewards_the_kept_uploads():
     assert policy.arms["a"] == [0.0, 2.0] and policy.arms["b"] == [1.0, 2.0] and policy.arms["c"] == [0.5, 4.0]
 
 
-@pytest.mark.parametrize("policy", [FedCMUCB, FedCMTS])
+@pytest.mark.parametrize("policy", [FedCMUCBPolicy, FedCMTSPolicy])
 def test_a_select_fraction_outside_zero_one_is_refused(policy):
     with pytest.raises(ValueError, match=r"select_fraction=1.5 must be in \(0, 1\]"):
         policy(select_fraction=1.5)
 
 
-def tied_ucb(seed: int) -> tuple[FedCMUCB, dict]:
+def tied_ucb(seed: int) -> tuple[FedCMUCBPolicy, dict]:
     """A UCB policy at round 1 (index mu + sqrt(2 ln 1 / a) = mu) whose ten arms are all equal."""
-    policy = FedCMUCB(select_fraction=0.3)
+    policy = FedCMUCBPolicy(select_fraction=0.3)
     policy.reset(seed)
     policy.arms = {f"client_{i}": [0.5, 1.0] for i in range(10)}
     return policy, {f"client_{i}": observation(True) for i in range(10)}
@@ -77,7 +77,7 @@ def test_equal_indices_are_broken_at_random_from_the_episode_seed():
 def test_thompson_sampling_ties_are_broken_at_random_too():
     picks = set()
     for seed in range(40):
-        policy = FedCMTS(select_fraction=0.3)
+        policy = FedCMTSPolicy(select_fraction=0.3)
         policy.reset(seed)
         policy.index = lambda agent: 0.5  # every posterior draw equal
         picks.add(picked(policy, {f"client_{i}": observation(True) for i in range(10)}))

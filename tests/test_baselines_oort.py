@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import fedenv
-from fedenv.baselines import Oort, oort_utility
+from fedenv.baselines import OortPolicy, oort_utility
 from fedenv.baselines.oort import OortOptions, OortSelector
 from fedenv.baselines.oort.selector import pacer, preferred_duration, sampling_probabilities, system_penalty
 from fedenv.evaluation import run_episode
@@ -51,7 +51,7 @@ def test_selection_is_identical_under_one_seed_and_differs_across_seeds():
     sizes, durations, losses = [40 * (i + 1) for i in range(20)], [1.0 + i % 5 for i in range(20)], [1.0] * 20
 
     def run(seed):
-        return play(Oort(select_fraction=0.25), sizes, durations, losses, rounds=10, seed=seed)
+        return play(OortPolicy(select_fraction=0.25), sizes, durations, losses, rounds=10, seed=seed)
 
     first = run(0)
     assert run(0) == first
@@ -177,7 +177,7 @@ def test_pacer_relaxes_the_preferred_duration_when_utility_stalls():
 
 
 def test_no_client_is_starved_in_an_episode():
-    policy = Oort(select_fraction=0.5)
+    policy = OortPolicy(select_fraction=0.5)
     env = fedenv.parallel_env(num_clients=6, clients_per_round=6, num_rounds=8, device="cpu", **policy.env_overrides)
     picks, act = [], policy.act
 
@@ -221,7 +221,7 @@ def hand_infos(loss_sq, latency_s=1.0, selected=(), dropped=()):
 
 @pytest.mark.parametrize("probing", [False, True])
 def test_feedback_is_the_utility_of_the_rounds_own_training_for_the_clients_that_trained(probing):
-    policy = Oort(select_fraction=1.0)
+    policy = OortPolicy(select_fraction=1.0)
     policy.reset(0)
     policy.register_clients({}, probing=probing)
     observations = {a: {"action_mask": np.array([1, 1], dtype=np.int8)} for a in "abc"}
@@ -242,7 +242,7 @@ def test_feedback_is_the_utility_of_the_rounds_own_training_for_the_clients_that
 
 
 def test_oort_feedback_in_an_episode_without_probing_is_the_rounds_first_epoch():
-    policy = Oort(select_fraction=0.5)
+    policy = OortPolicy(select_fraction=0.5)
     env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=3, device="cpu", probing=False,
                               train_samples=800, **policy.env_overrides)
     observe, fed_back = policy.observe, []
@@ -270,7 +270,7 @@ def test_a_never_seen_clients_duration_is_its_device_profile_estimate(write_trac
                 (4.0, (4000.0,), (8000.0,))]
     trace = write_trace([{"client": i, "device": f"d{i}", "train_ms_per_sample": ms, "upload_kbps": list(up),
                           "download_kbps": list(down)} for i, (ms, up, down) in enumerate(profiles)])
-    policy = Oort(select_fraction=0.5)
+    policy = OortPolicy(select_fraction=0.5)
     env = fedenv.parallel_env(num_clients=3, clients_per_round=3, num_rounds=1, device="cpu", probing=False,
                               train_samples=3000, trace=trace, **policy.env_overrides)
     observations, infos = env.reset(seed=0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fedenv.baselines import Configured
+from fedenv.baselines import ConfiguredPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation.compare import policy_config
 from fedenv.evaluation.rollout import EpisodeRecord
@@ -75,7 +75,7 @@ def test_mean_text_counts_the_seeds_that_gave_a_value():
 
 
 def test_configured_policy_carries_its_overrides_into_the_env_config():
-    policy = Configured("fedprox-1", {"aggregation": "fedavg", "fedprox_mu": 1.0})
+    policy = ConfiguredPolicy("fedprox-1", {"aggregation": "fedavg", "fedprox_mu": 1.0})
     config = policy_config(EnvConfig(), policy)
     assert (policy.name, config.fedprox_mu, config.probing) == ("fedprox-1", 1.0, False)
 

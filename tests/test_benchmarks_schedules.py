@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from benchmarks import schedules
-from fedenv.baselines import LateRoundsSchedule
+from fedenv.baselines import LateRoundsPolicy
 from fedenv.config import EnvConfig
 
 
@@ -23,19 +23,19 @@ def play(schedule, seed, rounds, flags=(1, 1, 0, 1)):
 
 
 def test_k_random_candidates_then_every_candidate_in_the_last_rounds():
-    actions = play(LateRoundsSchedule(k=1, last_rounds=2, num_rounds=5), seed=3, rounds=5)
+    actions = play(LateRoundsPolicy(k=1, last_rounds=2, num_rounds=5), seed=3, rounds=5)
     for t, round_actions in enumerate(actions, start=1):
         assert set(round_actions) == {"client_0", "client_1", "client_3"}  # candidates only
         assert sum(round_actions.values()) == (3 if t > 3 else 1)
-    assert play(LateRoundsSchedule(1, 2, 5), 3, 5) == actions  # seeded per episode
-    picks = {tuple(sorted(a for a, v in play(LateRoundsSchedule(1, 0, 5), s, 1)[0].items() if v))
+    assert play(LateRoundsPolicy(1, 2, 5), 3, 5) == actions  # seeded per episode
+    picks = {tuple(sorted(a for a, v in play(LateRoundsPolicy(1, 0, 5), s, 1)[0].items() if v))
              for s in range(20)}
     assert len(picks) == 3  # every candidate gets drawn over seeds
 
 
 def test_bad_schedules_and_grids_are_refused_by_name():
     with pytest.raises(ValueError, match="last_rounds=6"):
-        LateRoundsSchedule(1, 6, 5)
+        LateRoundsPolicy(1, 6, 5)
     with pytest.raises(ValueError, match="'2-3' is not k:L"):
         schedules.parse_grid("1:3,2-3")
     assert schedules.parse_grid(" 1:3, 2:5") == [(1, 3), (2, 5)]

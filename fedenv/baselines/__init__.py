@@ -14,36 +14,36 @@ from fedenv.baselines.base import (
     select_count,
 )
 from fedenv.baselines.factory import compared_policies, make_policy, options_for, policy_options
-from fedenv.baselines.fastest import Fastest
-from fedenv.baselines.fedcm import BanditPolicy, FedCMTS, FedCMUCB
-from fedenv.baselines.oort import Oort, oort_utility
+from fedenv.baselines.fastest import FastestPolicy
+from fedenv.baselines.fedcm import BanditPolicy, FedCMTSPolicy, FedCMUCBPolicy
+from fedenv.baselines.oort import OortPolicy, oort_utility
 from fedenv.baselines.random_selection import RandomPolicy
-from fedenv.baselines.schedule import LateRoundsSchedule
+from fedenv.baselines.schedule import LateRoundsPolicy
 from fedenv.baselines.select_all import (
-    Configured,
+    ConfiguredPolicy,
     FedAdpPolicy,
     FedAvgPolicy,
     FedCAPolicy,
     FedProxPolicy,
-    SelectAll,
+    SelectAllPolicy,
 )
 
 __all__ = [
     "DEFAULT_SELECT_FRACTION",
     "BanditPolicy",
-    "Configured",
-    "Fastest",
+    "ConfiguredPolicy",
+    "FastestPolicy",
     "FedAdpPolicy",
     "FedAvgPolicy",
     "FedCAPolicy",
-    "FedCMTS",
-    "FedCMUCB",
+    "FedCMTSPolicy",
+    "FedCMUCBPolicy",
     "FedProxPolicy",
-    "LateRoundsSchedule",
-    "Oort",
+    "LateRoundsPolicy",
+    "OortPolicy",
     "Policy",
     "RandomPolicy",
-    "SelectAll",
+    "SelectAllPolicy",
     "candidates",
     "check_select_fraction",
     "compared_policies",

@@ -12,7 +12,7 @@ from fedenv.baselines.base import (
 )
 
 
-class Fastest(Policy):
+class FastestPolicy(Policy):
     """The ``m`` candidates with the lowest expected round time (:func:`expected_duration_s`: the latest
     reported latencies, or for a client never seen its device-profile estimate, as FedScale's client
     manager registers it): a simple system heuristic that ignores data.

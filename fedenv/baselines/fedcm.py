@@ -76,7 +76,7 @@ class BanditPolicy(Policy):
                 self.update(agent, float(info["kept"]))
 
 
-class FedCMUCB(BanditPolicy):
+class FedCMUCBPolicy(BanditPolicy):
     """FedCM-UCB: ``mu_k <- (a_k mu_k + r_k) / (a_k + 1)``, ``a_k <- a_k + 1``; index
     ``mu_k + sqrt(2 ln t / a_k)`` with t the round (our default form). Initialisation (paper's
     Appendix C): ``a_k = 1`` and ``mu_k`` drawn from a Bernoulli(1/2)."""
@@ -105,7 +105,7 @@ class FedCMUCB(BanditPolicy):
         self.arms[agent] = [(a * mu + reward) / (a + 1.0), a + 1.0]
 
 
-class FedCMTS(BanditPolicy):
+class FedCMTSPolicy(BanditPolicy):
     """FedCM-TS: ``Beta(alpha_k, beta_k)`` per client from ``(1, 1)``; ``alpha_k += r_k``,
     ``beta_k += 1 - r_k``; each round selects the candidates with the highest posterior samples."""
 

@@ -9,7 +9,7 @@ import numpy as np
 from fedenv.baselines.base import Policy, candidates
 
 
-class LateRoundsSchedule(Policy):
+class LateRoundsPolicy(Policy):
     """``k`` candidates drawn at random (seeded per episode) upload in each of the first ``num_rounds -
     last_rounds`` rounds; every candidate uploads in the last ``last_rounds`` rounds.
 

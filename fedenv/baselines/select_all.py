@@ -7,21 +7,21 @@ from typing import Any, ClassVar
 from fedenv.baselines.base import Policy, candidates
 
 
-class SelectAll(Policy):
+class SelectAllPolicy(Policy):
     """Every candidate finishes training and uploads; the aggregation rule makes the difference."""
 
     def act(self, observations, infos):
         return {agent: 1 for agent in candidates(observations)}
 
 
-class FedAvgPolicy(SelectAll):
+class FedAvgPolicy(SelectAllPolicy):
     """FedAvg: every candidate uploads; FedAvg aggregation (McMahan et al., AISTATS 2017)."""
 
     name = "fedavg"
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedavg"}
 
 
-class FedProxPolicy(SelectAll):
+class FedProxPolicy(SelectAllPolicy):
     """FedProx: every candidate uploads; local training adds ``mu/2 ||w - w_global||^2`` (Li et al.,
     MLSys 2020, Eq. 2) with mu = 0.1, the value FedCM gives its FedProx baseline (Kim et al., arXiv
     2012.03270, App. D; also in FedProx's own candidate set {0.001, 0.01, 0.1, 1}, Sec. 5.3.2); FedAvg
@@ -31,7 +31,7 @@ class FedProxPolicy(SelectAll):
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedavg", "fedprox_mu": 0.1}
 
 
-class FedCAPolicy(SelectAll):
+class FedCAPolicy(SelectAllPolicy):
     """FedCA: every candidate uploads; combinatorial averaging keeps the best-scoring subset
     (Kim et al., arXiv 2012.03270, Eq. 4-5)."""
 
@@ -39,7 +39,7 @@ class FedCAPolicy(SelectAll):
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedca"}
 
 
-class FedAdpPolicy(SelectAll):
+class FedAdpPolicy(SelectAllPolicy):
     """FedAdp: every candidate uploads; adaptive weighting by smoothed angles, and the local learning rate
     decayed by 0.995 per round (Wu and Wang, arXiv 2012.00661: "learning rate decay of 0.995 per
     communication round", setting of the Fig. 1 experiment)."""
@@ -48,7 +48,7 @@ class FedAdpPolicy(SelectAll):
     env_overrides: ClassVar[dict[str, Any]] = {"aggregation": "fedadp", "lr_decay": 0.995}
 
 
-class Configured(SelectAll):
+class ConfiguredPolicy(SelectAllPolicy):
     """Every candidate uploads, in the environment settings given per instance: a baseline written as its
     settings, for sweeps (``benchmarks/paper_checks.py``: FedPdp; FedProx at each mu). Not part of
     ``--policies all`` (:attr:`Policy.compared`).

@@ -36,7 +36,7 @@ def oort_utility(data_size: float, mean_sq_loss: float) -> float:
     return data_size * math.sqrt(mean_sq_loss)
 
 
-class Oort(Policy):
+class OortPolicy(Policy):
     """Oort (Lai et al., OSDI 2021) as FedScale implements it (:mod:`fedenv.baselines.oort.selector`,
     ported from SymbioticLab/FedScale ``thirdparty/oort/oort.py`` @ ce6426658c9b87092ec9ff9dc5c37da32d7609d6):
     each round it picks ``m = select_count(candidates, select_fraction)`` of the round's candidates
