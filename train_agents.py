@@ -38,6 +38,7 @@ from fedenv.cli import (
     FlagParser,
     add_dataclass_arguments,
     add_env_arguments,
+    component_flags,
     dataclass_from_args,
     env_config_from_args,
     parse_with_config_file,
@@ -184,9 +185,10 @@ def read_run_plan(run_dir: Path) -> RunPlan:
 
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
     """The configuration flags refused by ``--resume`` (seed, preset, config file, init-from, EnvConfig and
-    VDNConfig fields) given a value, as ``--flag`` strings. ``--episodes`` is allowed: it extends the run."""
+    VDNConfig fields, component options) given a value, as ``--flag`` strings. ``--episodes`` is allowed: it
+    extends the run."""
     fields = {f.name for f in dataclasses.fields(EnvConfig)} | {f"vdn_{f.name}" for f in dataclasses.fields(VDNConfig)}
-    names = fields | set(REFUSED_ON_RESUME)
+    names = fields | set(component_flags()) | set(REFUSED_ON_RESUME)
     return [a.option_strings[0] for a in parser._actions if a.dest in names and getattr(args, a.dest, None) is not None]
 
 

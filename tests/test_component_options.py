@@ -143,3 +143,12 @@ def test_config_files_of_earlier_releases_set_the_options_their_flat_keys_became
     assert config.partition_options["fedmarl"] == {"dominant_fraction": 0.6}
     assert config.aggregation_options == {"fedpdp": {"unnormalised": True},
                                           "fedca": {"score": "acc", "unnormalised": True}}
+
+
+def test_resume_refuses_component_option_flags(tmp_path, capsys):
+    import train_agents
+
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main(["--resume", str(tmp_path), "--dirichlet-alpha", "0.3", "--fedca-score", "acc"])
+    assert exit_info.value.code == 2
+    assert "drop --dirichlet-alpha, --fedca-score" in capsys.readouterr().err
