@@ -18,7 +18,9 @@ from fedenv.config import EnvConfig
 from fedenv.registry import AGGREGATION_RULES
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_FLAGS = {"--" + f.name.replace("_", "-"): f for f in dataclasses.fields(EnvConfig)}
+ENV_FLAGS = {"--" + f.name.replace("_", "-"): f for f in dataclasses.fields(EnvConfig)
+             if not f.name.endswith("_options")}
+"""One flag per EnvConfig field but the components' options, which are one flag per option (--dirichlet-alpha)."""
 TINY_FLAGS = ["--num-clients", "3", "--clients-per-round", "3", "--num-rounds", "2", "--local-epochs", "1",
               "--batch-size", "64", "--val-fraction", "0.9", "--partition", "iid"]
 
@@ -238,6 +240,20 @@ def test_help_describes_every_envconfig_flag_in_its_group(build, monkeypatch):
     text = parser.format_help()
     for flag, f in ENV_FLAGS.items():
         assert flag in own or f.metadata["help"] in text, f.name
+
+
+@pytest.mark.parametrize("build", [train_agents.build_parser, evaluate.build_parser, build_calibrate_parser])
+def test_every_option_of_every_registered_component_is_a_flag_in_its_components_group(build):
+    from fedenv.cli import component_flags
+    from fedenv.config import COMPONENTS
+
+    parser = build()
+    groups = {a.dest: g.title for g in parser._action_groups for a in g._group_actions}
+    actions = {a.dest: a for a in parser._actions}
+    for dest, (kind, name, f) in component_flags().items():
+        assert actions[dest].option_strings[0] == "--" + dest.replace("_", "-"), dest
+        assert actions[dest].help.startswith(f.metadata["help"].replace("%", "%%")), dest
+        assert groups[dest] == f"{COMPONENTS[kind].kind} {name} options", dest
 
 
 def test_every_train_agents_flag_has_a_description_in_words():
