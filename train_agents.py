@@ -38,6 +38,7 @@ from fedenv.cli import (
     FlagParser,
     add_dataclass_arguments,
     add_env_arguments,
+    check_options_used,
     component_flags,
     dataclass_from_args,
     env_config_from_args,
@@ -222,6 +223,7 @@ def new_plans(args: argparse.Namespace) -> list[RunPlan]:
         raise ValueError("give --seed or --seeds, not both")
     run_dir = Path(args.run_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"))
     env_config = env_config_from_args(args)
+    check_options_used(env_config)
     vdn_config = dataclass_from_args(VDNConfig, args, prefix="vdn-").validate()
     episodes = DEFAULT_EPISODES if args.episodes is None else args.episodes
     if episodes < 1:

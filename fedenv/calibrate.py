@@ -16,7 +16,7 @@ YAML that ``--config`` reads (the measured sums as comments).
 from __future__ import annotations
 
 from fedenv.calibration import CALIBRATION_SEEDS, calibration_env
-from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
+from fedenv.cli import FlagParser, add_env_arguments, check_options_used, env_config_from_args
 from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_calibration
 
@@ -42,6 +42,7 @@ def main(argv=None) -> None:
         parser.error(f"--share={args.share} must be in (0, 1]")
     try:  # every error of the configuration, partition included, before anything is printed
         config = env_config_from_args(args)
+        check_options_used(config)
         ray_options = ray_options_from_args(args)
         env = calibration_env(config)
         if ray_options is not None:

@@ -150,6 +150,24 @@ def component_options_from_args(args: argparse.Namespace, config: EnvConfig) -> 
     return dataclasses.replace(config, **{f"{kind}_options": values[kind] for kind in COMPONENTS})
 
 
+def check_options_used(config: EnvConfig) -> None:
+    """For commands that run ``config``'s components only (``train_agents.py``, ``python -m
+    fedenv.calibrate``): refuse options given for a component the configuration does not use, so that
+    none is dropped silently (``evaluate.py`` instead notes them: its baselines may run other rules).
+
+    Raises:
+        ValueError: names the options, their component and the one in use.
+    """
+    for kind, registry in COMPONENTS.items():
+        unused = sorted(name for name, options in getattr(config, f"{kind}_options").items()
+                        if options and name != getattr(config, kind))
+        if unused:
+            flags = [f"--{name}-{key}".replace("_", "-") for name in unused
+                     for key in getattr(config, f"{kind}_options")[name]]
+            raise ValueError(f"{', '.join(flags)}: options of {registry.kind} {', '.join(map(repr, unused))}, but "
+                             f"{kind}={getattr(config, kind)!r}; give --{kind} {unused[0]} or drop them")
+
+
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:
     """The validated :class:`EnvConfig` of the parsed flags: ``base`` (default :class:`EnvConfig`), then
     the ``--preset`` fields, then the flags given (component options included)."""

@@ -152,3 +152,14 @@ def test_resume_refuses_component_option_flags(tmp_path, capsys):
         train_agents.main(["--resume", str(tmp_path), "--dirichlet-alpha", "0.3", "--fedca-score", "acc"])
     assert exit_info.value.code == 2
     assert "drop --dirichlet-alpha, --fedca-score" in capsys.readouterr().err
+
+
+def test_train_agents_refuses_options_of_a_component_it_does_not_run(tmp_path, capsys):
+    import train_agents
+
+    with pytest.raises(SystemExit) as exit_info:
+        train_agents.main(["--fedca-score", "acc", "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert exit_info.value.code == 2
+    assert ("--fedca-score: options of aggregation rule 'fedca', but aggregation='fedavg'; give --aggregation fedca"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()
