@@ -166,11 +166,13 @@ def check_model_spec(name: str, seed: int = 0) -> None:
 
 def check_policy(name: str, seed: int = 3) -> None:
     """Check the registered policy ``name``: ``make_policy(name)`` builds it with its registered name; in
-    the :data:`TINY_ENV` federation (in the configuration its method resolves to) it acts only for
-    candidates, with actions 0 or 1, and plays the same actions again after ``reset`` with the same seed."""
+    the :data:`TINY_ENV` federation (in the configuration its method resolves to, driven as
+    :func:`fedenv.evaluation.run_episode` drives it) it acts only for candidates, with actions 0 or 1, and
+    plays the same actions again after ``reset`` with the same seed."""
     from fedenv.baselines import make_policy
     from fedenv.env import ClientSelectionEnv
     from fedenv.evaluation import policy_config
+    from fedenv.evaluation.rollout import profile_duration_s
 
     policy = make_policy(name)
     assert policy.name == name, f"policy {name!r} is built with the name {policy.name!r}"
@@ -179,6 +181,7 @@ def check_policy(name: str, seed: int = 3) -> None:
     def episode() -> list[dict]:
         observations, infos = env.reset(seed=seed)
         policy.reset(seed)
+        policy.register_clients(profile_duration_s(env), env.config.probing)  # as run_episode does
         played = []
         while env.agents:
             actions = policy.act(observations, infos)
