@@ -24,7 +24,7 @@ class EpisodeSummary:
     team_return: float
     final_accuracy: float
     total_latency_s: float
-    total_comm_mb: float
+    total_upload_mb: float
     participation_rate: float
     epsilon: float
     td_losses: list[float] = field(default_factory=list)
@@ -74,7 +74,7 @@ class RunningEpisode:
         self.done = bool(terminations[agent] or truncations[agent])
         if self.done:
             info = infos[agent]
-            self.summary = EpisodeSummary(self.team_return, info["accuracy"], info["wall_clock_s"],
+            self.summary = EpisodeSummary(self.team_return, info["test_accuracy"], info["wall_clock_s"],
                                           self.uploads * self.env.simulator.model_size_mb,
                                           self.uploads / max(1, self.candidates), self.epsilon)
         return transitions

@@ -31,7 +31,7 @@ def log_episode(writer: SummaryWriter, summary: EpisodeSummary, rounds_per_s: fl
         writer.add_scalar("losses/td_loss", float(np.mean(summary.td_losses)), steps)
     writer.add_scalar("fl/final_accuracy", summary.final_accuracy, steps)
     writer.add_scalar("fl/total_latency_s", summary.total_latency_s, steps)
-    writer.add_scalar("fl/total_comm_mb", summary.total_comm_mb, steps)
+    writer.add_scalar("fl/total_upload_mb", summary.total_upload_mb, steps)
     writer.add_scalar("fl/participation_rate", summary.participation_rate, steps)
 
 

@@ -40,7 +40,8 @@ QUICK_FIXED = ("fedavg", "random", "fastest")
 QUICK_FEDERATION = dict(dataset="mnist5k", num_clients=3, clients_per_round=3, num_rounds=2, test_samples=200,
                         device="cpu")
 """The CI-sized federation of ``--quick``: the embedded 5,000 digits, 3 clients, 2 rounds."""
-SUMMARY_METRICS = ("team_return", "final_accuracy", "total_latency_s", "total_comm_mb")
+SUMMARY_METRICS = ("team_return", "final_accuracy", "total_latency_s", "total_upload_mb", "total_download_mb",
+                   "total_traffic_mb")
 
 
 def add_study_arguments(parser: argparse.ArgumentParser, episodes: int) -> None:

@@ -102,10 +102,12 @@ def mean_text(values: list[float | None], fmt: str = "{:.2f}") -> str:
 
 def fedadp_config(args) -> EnvConfig:
     """FedAdp's setting (Wu and Wang, Sec. III-IV): 10 nodes of 600 samples, 5 IID + 5 x-class non-IID,
-    all nodes every round, B = 32, E = 1, lr 0.01 decayed by 0.995 per round (for FedAvg too)."""
+    all nodes every round, B = 32, E = 1, lr 0.01 decayed by 0.995 per round (for FedAvg too). The setting
+    has no server validation split, so the (unreported) reward scores the test split: no policy here learns
+    from it."""
     return EnvConfig(
         dataset=args.dataset, data_root=args.data_root, model=args.fedadp_model, partition="xclass",
-        num_clients=10, clients_per_round=10, val_fraction=0.0,
+        num_clients=10, clients_per_round=10, val_fraction=0.0, reward_accuracy_split="test",
         partition_options={"xclass": {"classes": args.x, "noniid_clients": 5, "samples": args.samples}},
         num_rounds=args.fedadp_rounds, local_epochs=1,
         batch_size=32, lr=0.01, lr_decay=0.995, latency_weight=0.0, comm_weight=0.0, device=args.device)

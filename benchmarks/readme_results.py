@@ -7,7 +7,8 @@
 Trains the default run (``python train_agents.py --run-dir OUT/run``) unless ``--checkpoint`` is given,
 evaluates it next to every fixed policy (``python evaluate.py --checkpoint ... --policies all --episodes
 5 --out OUT/eval``) and prints the README markdown: the summary table (mean +- std over evaluation
-seeds, with each policy's probing mode) and the per-seed table (final accuracy / team return), with the
+seeds, with each policy's probing mode, upload, download and both) and the per-seed table (final test
+accuracy / team return), with the
 git commit that produced them. ``--write`` replaces the README text between the markers
 ``<!-- results:start -->`` and ``<!-- results:end -->`` with it.
 """
@@ -23,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-FORMATS = {"final_accuracy": "{:.4f}", "total_latency_s": "{:.1f}", "total_comm_mb": "{:.1f}", "team_return": "{:.4f}"}
+FORMATS = {"final_accuracy": "{:.4f}", "total_latency_s": "{:.1f}", "total_upload_mb": "{:.1f}",
+           "total_download_mb": "{:.1f}", "total_traffic_mb": "{:.1f}", "team_return": "{:.4f}"}
 """The summary table's columns (results.json metric names) and their number formats."""
 QUICK_TRAINING = ["--episodes", "3", "--num-rounds", "2", "--vdn-learning-starts", "2", "--test-samples", "300"]
 QUICK_EPISODES = 2
@@ -62,8 +64,9 @@ def summary_table(document: dict) -> str:
     (and over training runs, for a policy from several checkpoints); the best team return in bold."""
     rows = document["summary"]
     best = max(row["team_return_mean"] for row in rows)
-    lines = ["| policy | probing | final accuracy | total latency (s) | total upload (MB) | team return |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| policy | probing | final test accuracy | total latency (s) | total upload (MB) | total download (MB) "
+             "| total traffic (MB) | team return |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         cells = [_cell(row, metric) for metric in FORMATS]
         if row["team_return_mean"] == best:

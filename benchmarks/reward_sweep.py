@@ -38,14 +38,16 @@ from benchmarks.common import (
 
 
 def plot_trade_off(rows: list[dict], path: Path) -> None:
-    """Final accuracy against total latency (s) and total upload (MB), VDN per scale and FedAvg."""
+    """Final test accuracy against total latency (s), total upload and total traffic (upload + download, MB),
+    VDN per scale and FedAvg."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
-    axis_labels = {"total_latency_s": "total latency (s)", "total_comm_mb": "total upload (MB)"}
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4), constrained_layout=True)
+    axis_labels = {"total_latency_s": "total latency (s)", "total_upload_mb": "total upload (MB)",
+                   "total_traffic_mb": "total traffic, upload + download (MB)"}
     for axis, (metric, label) in zip(axes, axis_labels.items()):
         for prefix, marker in (("learned", "o"), ("fedavg", "x")):
             x = [row[f"{prefix}_{metric}"] for row in rows]
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         episodes[setting] = evaluate(config, [agent], fixed, seeds)
         rows.append({"setting": setting, "weight_scale": scale, "latency_weight": config.latency_weight,
                      "comm_weight": config.comm_weight, **compare_columns(episodes[setting], "vdn", fixed)})
-    write_study(out, rows, episodes, ["setting", "learned_total_latency_s", "learned_total_comm_mb", *PRINTED])
+    write_study(out, rows, episodes, ["setting", "learned_total_latency_s", "learned_total_upload_mb",
+                                      "learned_total_download_mb", *PRINTED])
     plot_trade_off(rows, out / "reward_sweep.png")
     print(f"wrote {out / 'reward_sweep.png'}")
     return 0

@@ -61,7 +61,7 @@ def schedule_rows(per_episode: dict[str, list[dict]]) -> list[dict]:
     for name, episodes in per_episode.items():
         row = {"policy": name, **{metric: mean_of(episodes, metric) for metric in SUMMARY_METRICS}}
         row["latency_gain"] = fedavg["total_latency_s"] / row["total_latency_s"]
-        row["upload_gain"] = fedavg["total_comm_mb"] / row["total_comm_mb"]
+        row["upload_gain"] = fedavg["total_upload_mb"] / row["total_upload_mb"]
         rows.append(row)
     return rows
 

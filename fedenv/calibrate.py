@@ -1,9 +1,8 @@
 """Calibrate the reward weights on training seeds (docs/design.md section 5).
 
-For FedAvg on a federation, measure the summed accuracy term ``A = sum_t (U(Acc(t)) - U(Acc(t-1)))``,
-the summed latency ``L = sum_t H_t`` (s) and the summed upload ``C = sum_t B_t`` (MB), averaged over the
-given seeds, and return ``w2 = share * A / L`` and ``w3 = share * A / C`` (``w1 = 1``): FedAvg's summed
-latency and upload terms are then each ``share`` (our default a quarter) of its accuracy term.
+The rule is :mod:`fedenv.calibration`'s: FedAvg's summed accuracy term (on the reward's split, validation
+by default), latency and charged traffic on training seeds set ``w2`` and ``w3`` so that its summed
+latency and communication terms are each ``share`` (our default a quarter) of its accuracy term.
 
     python -m fedenv.calibrate --seeds 10000 10001 10002 10003 10004
     python -m fedenv.calibrate --preset mnist-lenet --data-root ~/data > weights.yaml
@@ -29,7 +28,7 @@ def build_parser() -> FlagParser:
                              f"{' '.join(map(str, CALIBRATION_SEEDS))})")
     parser.add_argument("--share", type=float, default=0.25, metavar="F",
                         help="share in (0, 1] of FedAvg's summed accuracy term that its summed latency term and "
-                             "its summed upload term each come to (default: %(default)s, our default)")
+                             "its summed communication term each come to (default: %(default)s, our default)")
     add_env_arguments(parser)
     add_ray_arguments(parser)
     return parser
@@ -50,8 +49,9 @@ def main(argv=None) -> None:
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     result = run_calibration(ray_options, config, args.seeds, args.share, env)
-    print(f"# FedAvg on seeds {args.seeds}: accuracy term {result['accuracy_term']:.6g}, "
-          f"latency {result['latency_s']:.6g} s, upload {result['comm_mb']:.6g} MB; share {args.share}")
+    print(f"# FedAvg on seeds {args.seeds}: accuracy term {result['accuracy_term']:.6g} "
+          f"({config.reward_accuracy_split} accuracy), latency {result['latency_s']:.6g} s, "
+          f"charged traffic {result['charged_mb']:.6g} MB ({config.reward_traffic}); share {args.share}")
     print(f"latency_weight: {result['latency_weight']:.6g}")
     print(f"comm_weight: {result['comm_weight']:.6g}")
 

@@ -5,10 +5,12 @@ from the global model, and each agent chooses 0 (stop after probing) or 1 (finis
 epochs and upload). With ``probing=False`` (pre-selection baselines) nobody trains before the decision:
 the agents see what each candidate reported when it last took part (zeros before), and the selected
 clients download, train all local epochs and upload (:mod:`fedenv.simulator`). The server aggregates
-the uploads, evaluates the global model on the test split, and every agent receives the same team
-reward (:mod:`fedenv.reward`). After ``num_rounds`` rounds the episode ends by truncation (a time
-limit); reaching the optional ``target_accuracy`` ends it by termination. After the last round no next
-round exists, so the final observations mark no client as a candidate.
+the uploads, scores the global model on its validation split (what the reward and the observation use,
+by default; ``EnvConfig.reward_accuracy_split``) and on the test split (reported in the infos only), and
+every agent receives the same team reward (:mod:`fedenv.reward`). After ``num_rounds`` rounds the
+episode ends by truncation (a time limit); reaching the optional ``target_accuracy`` ends it by
+termination. After the last round no next round exists, so the final observations mark no client as a
+candidate.
 
 FedMarl: Zhang, Lin and Zhang, "A multi-agent reinforcement learning approach for efficient client
 selection in federated learning", AAAI 2022 (arXiv 2201.02932).
@@ -25,15 +27,25 @@ from gymnasium import spaces
 from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess
 from fedenv.observation import build_observations, feature_bounds, feature_names
-from fedenv.reward import team_reward
+from fedenv.reward import charged_traffic_mb, team_reward
 from fedenv.round_records import RoundOutcome
 from fedenv.simulator import FederationSimulator, run_alone
 
 INFO_KEYS = (
-    "round", "accuracy", "round_latency_s", "comm_mb", "candidate", "selected", "dropped", "excluded", "kept",
+    "round", "validation_accuracy", "test_accuracy", "round_latency_s", "upload_mb", "download_mb", "traffic_mb",
+    "candidate", "selected", "dropped", "excluded", "kept",
     "aggregation_weight", "online", "idle", "probe_loss", "probe_loss_sq", "probe_latency_s", "upload_latency_s",
     "data_size", "wall_clock_s",
 )
+
+REPORT_ONLY_INFO_KEYS = ("test_accuracy",)
+"""Info keys for reports only: :func:`policy_infos` leaves them out of what a policy is shown."""
+
+
+def policy_infos(infos: dict) -> dict:
+    """``infos`` (``agent -> info``) without :data:`REPORT_ONLY_INFO_KEYS`: what a policy may read (the test
+    split's accuracy is for reports, docs/design.md section 3)."""
+    return {agent: {k: v for k, v in info.items() if k not in REPORT_ONLY_INFO_KEYS} for agent, info in infos.items()}
 
 
 class ClientSelectionEnv(pettingzoo.ParallelEnv):
@@ -49,8 +61,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         ``[1, 0]``; their action is ignored and counts as 0.
 
     Infos (per agent, the same keys at reset and every step): ``round`` (rounds completed),
-    ``accuracy`` (test accuracy of the global model, fraction), ``round_latency_s`` and ``comm_mb`` (of
-    the round just played, the round's total upload in MB; 0 at reset), ``candidate`` (a candidate of the
+    ``validation_accuracy`` (accuracy of the global model on the server's validation split, fraction; NaN
+    with ``val_fraction=0``) and ``test_accuracy`` (on the test split: for reporting; a policy or learner
+    that reads it sees test labels, so :func:`~fedenv.evaluation.run_episode` shows policies
+    :func:`policy_infos`, the infos without it), ``round_latency_s``, ``upload_mb``, ``download_mb`` and
+    ``traffic_mb`` (of the round just played: its latency, the MB the clients uploaded in total, the MB of
+    the global model sent to clients, every candidate with probing and the selected clients without,
+    and the two summed; 0 at reset), ``candidate`` (a candidate of the
     coming round), ``online`` (online when the coming round started), ``selected`` (chose to upload in
     the round just played), ``dropped`` (selected, but missed ``round_deadline_s``: a straggler, not
     aggregated), ``excluded`` (uploaded, but left out of aggregation because its model was not finite),
@@ -154,9 +171,10 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         cfg, sim = self.config, self.simulator
         outcome = yield from sim.play_round_process(chosen)
         self._last = outcome
-        reward = team_reward(outcome.accuracy, outcome.previous_accuracy, outcome.latency_s, outcome.upload_mb,
+        traffic_mb = charged_traffic_mb(outcome.upload_mb, outcome.download_mb, cfg.reward_traffic)
+        reward = team_reward(outcome.reward_accuracy, outcome.previous_reward_accuracy, outcome.latency_s, traffic_mb,
                              self.reward_weights, cfg.utility)
-        terminated = cfg.target_accuracy is not None and outcome.accuracy >= cfg.target_accuracy
+        terminated = cfg.target_accuracy is not None and outcome.reward_accuracy >= cfg.target_accuracy
         truncated = not terminated and sim.round >= cfg.num_rounds
         self._done = terminated or truncated
         if self._done:
@@ -204,13 +222,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             probing_loss=sim.clients.probe_loss,
             probe_latency_hist_s=sim.clients.probe_latency_hist_s,
             upload_latency_hist_s=sim.clients.upload_latency_hist_s,
-            upload_mb=sim.model_size_mb,
+            model_size_mb=sim.model_size_mb,
             data_size=sim.clients.data_size,
             rounds_since_upload=sim.round - sim.clients.last_upload_round,
             round_index=sim.round,
             num_rounds=cfg.num_rounds,
             is_candidate=is_candidate,
-            global_accuracy=sim.accuracy,
+            global_accuracy=sim.reward_accuracy,
             num_classes=sim.dataset.num_classes,
             reference_latency_s=sim.reference_latency_s,
         )
@@ -244,9 +262,12 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         return {
             agent: {
                 "round": sim.round,
-                "accuracy": float(sim.accuracy),
+                "validation_accuracy": float(sim.validation_accuracy),
+                "test_accuracy": float(sim.test_accuracy),
                 "round_latency_s": float(last.latency_s) if last else 0.0,
-                "comm_mb": float(last.upload_mb) if last else 0.0,
+                "upload_mb": float(last.upload_mb) if last else 0.0,
+                "download_mb": float(last.download_mb) if last else 0.0,
+                "traffic_mb": float(last.upload_mb + last.download_mb) if last else 0.0,
                 "candidate": bool(candidate[i]),
                 "selected": bool(flags["selected"][i]),
                 "dropped": bool(flags["dropped"][i]),

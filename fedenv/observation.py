@@ -8,12 +8,12 @@ feature                               scaling                                   
 ``probing_loss``                      latest probing loss / ln(num_classes)              [0, 5]
 ``probe_latency_hist[0..h-1]``        probing latency / reference latency, newest first  [0, 50]
 ``upload_latency_hist[0..h-1]``       upload latency / reference latency, newest first   [0, 50]
-``upload_mb``                         log10(1 + MB) / 3                                  [0, 1]
+``model_size_mb``                     log10(1 + MB of one model) / 3                     [0, 1]
 ``data_size``                         client samples / mean client samples               [0, 20]
 ``rounds_since_last_upload``          rounds / num_rounds                                [0, 1]
 ``round_fraction``                    t / T                                              [0, 1]
 ``is_candidate``                      1 if a candidate this round, else 0                [0, 1]
-``global_accuracy``                   test accuracy of the current global model          [0, 1]
+``global_accuracy``                   accuracy of the current global model (see below)   [0, 1]
 ====================================  =================================================  ===========
 
 Histories hold zeros before a client has any. A non-finite value (a diverged client's loss) becomes
@@ -23,6 +23,8 @@ the median over trace clients of one full local round (download, ``E`` epochs on
 size, upload) at each client's median bandwidth. ``global_accuracy`` is an addition to FedMarl's state:
 the accuracy term of the reward is a difference of utilities, so a state's value depends on the
 current accuracy; without it, every round's accuracy swing enters the TD target as unexplained noise.
+It is the accuracy the reward uses (``EnvConfig.reward_accuracy_split``: by default the server's
+validation split, so no test label reaches a policy).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import math
 
 import numpy as np
 
-UPLOAD_MB_LOG_SCALE = 3.0
+MODEL_SIZE_MB_LOG_SCALE = 3.0
 
 
 def feature_names(history_length: int) -> list[str]:
@@ -40,7 +42,8 @@ def feature_names(history_length: int) -> list[str]:
         ["probing_loss"]
         + [f"probe_latency_hist_{i}" for i in range(history_length)]
         + [f"upload_latency_hist_{i}" for i in range(history_length)]
-        + ["upload_mb", "data_size", "rounds_since_last_upload", "round_fraction", "is_candidate", "global_accuracy"]
+        + ["model_size_mb", "data_size", "rounds_since_last_upload", "round_fraction", "is_candidate",
+           "global_accuracy"]
     )
 
 
@@ -56,7 +59,7 @@ def build_observations(
     probing_loss: np.ndarray,
     probe_latency_hist_s: np.ndarray,
     upload_latency_hist_s: np.ndarray,
-    upload_mb: float,
+    model_size_mb: float,
     data_size: np.ndarray,
     rounds_since_upload: np.ndarray,
     round_index: int,
@@ -72,12 +75,12 @@ def build_observations(
         probing_loss: ``(K,)`` latest probing loss of each client (cross-entropy, nats).
         probe_latency_hist_s: ``(K, h)`` probing latencies, s, newest first.
         upload_latency_hist_s: ``(K, h)`` upload latencies, s, newest first.
-        upload_mb: size of one upload, MB.
+        model_size_mb: size of one model transfer (upload or download), MB.
         data_size: ``(K,)`` client sample counts.
         rounds_since_upload: ``(K,)`` rounds since each client last uploaded.
         round_index: rounds completed ``t``; num_rounds: ``T``.
         is_candidate: ``(K,)`` bool.
-        global_accuracy: test accuracy of the global model, in [0, 1].
+        global_accuracy: accuracy of the global model on the reward's split, in [0, 1].
         num_classes: number of labels (scales the loss).
         reference_latency_s: latency scale, s.
 
@@ -89,7 +92,7 @@ def build_observations(
         np.asarray(probing_loss)[:, None] / math.log(num_classes),
         probe_latency_hist_s / reference_latency_s,
         upload_latency_hist_s / reference_latency_s,
-        np.full((k, 1), math.log10(1.0 + upload_mb) / UPLOAD_MB_LOG_SCALE),
+        np.full((k, 1), math.log10(1.0 + model_size_mb) / MODEL_SIZE_MB_LOG_SCALE),
         (np.asarray(data_size, dtype=np.float64) / np.mean(data_size))[:, None],
         np.asarray(rounds_since_upload, dtype=np.float64)[:, None] / num_rounds,
         np.full((k, 1), round_index / num_rounds),

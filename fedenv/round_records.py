@@ -56,7 +56,12 @@ class RoundOutcome:
         weights: ``(len(kept),)`` aggregation weight of each kept upload.
         latency_s: the round's latency, s (:mod:`fedenv.latency`; an idle round waits for a client).
         upload_mb: megabytes uploaded this round (``model_size_mb`` per completed client).
-        accuracy, previous_accuracy: test accuracy of the global model after and before the round.
+        download_mb: megabytes of the global model sent to clients this round (``model_size_mb`` per
+            candidate with probing, where every candidate downloads it to probe; per selected client
+            without probing, stragglers included).
+        reward_accuracy, previous_reward_accuracy: accuracy of the global model after and before the round
+            on the split ``EnvConfig.reward_accuracy_split`` names (what the reward uses).
+        test_accuracy: test accuracy after the round, for reporting only.
         idle: nobody was online: the round only advanced the clock.
     """
 
@@ -68,8 +73,10 @@ class RoundOutcome:
     weights: np.ndarray
     latency_s: float
     upload_mb: float
-    accuracy: float
-    previous_accuracy: float
+    download_mb: float
+    reward_accuracy: float
+    previous_reward_accuracy: float
+    test_accuracy: float
     idle: bool
 
 

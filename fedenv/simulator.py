@@ -55,13 +55,17 @@ class FederationSimulator:
 
     Attributes (after :meth:`reset_process`): ``federation`` (the engine's server state), ``replay``
     (the trace replay), ``clients`` (:class:`ClientStates`), ``candidates`` (the current round's,
-    sorted ids), ``round`` (rounds completed), ``wall_clock_s`` (simulated time, s), ``accuracy``
-    (the global model's test accuracy), ``client_indices`` and ``validation_indices`` (the partition).
+    sorted ids), ``round`` (rounds completed), ``wall_clock_s`` (simulated time, s),
+    ``validation_accuracy`` and ``test_accuracy`` (the global model's accuracy on the server's validation
+    split, NaN without one, and on the test split), ``reward_accuracy`` (the one of the two that
+    ``config.reward_accuracy_split`` names: what the reward and the observation see), ``client_indices`` and
+    ``validation_indices`` (the partition).
     Fixed per configuration: ``dataset``, ``trace``, ``device``, ``model_parameters``, ``model_macs``
     (per sample), ``model_size_mb`` (one model transfer) and ``reference_latency_s``.
 
     Raises:
-        ValueError: the dataset lacks what the partitioner needs, or the trace has too few clients.
+        ValueError: the dataset lacks what the partitioner needs, the trace has too few clients, or the
+            reward scores a validation split that ``val_fraction`` leaves empty.
     """
 
     def __init__(self, config: EnvConfig):
@@ -73,7 +77,11 @@ class FederationSimulator:
         self.trace = load_trace(cfg.trace)
         require_clients(self.trace, cfg.num_clients, repr(cfg.trace))
         probe_model = build_model(cfg.model, self.dataset.input_shape, self.dataset.num_classes, seed=0)
-        self._partition(np.random.default_rng(0))  # a partition this dataset cannot serve is refused here
+        _, validation = self._partition(np.random.default_rng(0))  # a partition this dataset cannot serve is refused
+        if cfg.reward_accuracy_split == "validation" and len(validation) == 0:
+            raise ValueError(f"val_fraction={cfg.val_fraction} holds out no sample of the {len(self._train_labels)} "
+                             "training samples, but reward_accuracy_split='validation' scores the reward on them: "
+                             "raise val_fraction or set reward_accuracy_split='test'")
         self.model_parameters = count_parameters(probe_model)
         self.model_macs = count_macs(probe_model, self.dataset.input_shape, self.dataset.train_x.dtype)
         self.model_bits = BITS_PER_PARAMETER * self.model_parameters
@@ -106,7 +114,7 @@ class FederationSimulator:
         self.clients = ClientStates.fresh(np.array([len(i) for i in self.client_indices]), cfg.history_length)
         self.round = 0
         self.wall_clock_s = 0.0
-        self.accuracy, _ = self.federation.evaluate()
+        self._score()
         yield from self.begin_round_process()
 
     def begin_round_process(self) -> EnvProcess[None]:
@@ -183,14 +191,25 @@ class FederationSimulator:
             aggregated = self.federation.aggregate(completed, result)
             usable, kept = completed[aggregated.usable_rows], completed[aggregated.kept_rows]
             weights = aggregated.weights
-        previous = self.accuracy
-        self.accuracy, _ = self.federation.evaluate()
+        previous = self.reward_accuracy
+        self._score()
         push_history(self.clients.upload_latency_hist_s, completed, upload_s[arrived])
         self.clients.last_upload_round[completed] = self.round
         self.round += 1
         self.wall_clock_s += latency_s
+        downloads = len(candidates) if cfg.probing else len(selected)
         return RoundOutcome(candidates, selected, completed, usable, kept, np.asarray(weights), float(latency_s),
-                            self.model_size_mb * len(completed), self.accuracy, previous, len(candidates) == 0)
+                            self.model_size_mb * len(completed), self.model_size_mb * downloads,
+                            self.reward_accuracy, previous, self.test_accuracy, len(candidates) == 0)
+
+    def _score(self) -> None:
+        """Score the global model on the validation split (NaN without one) and on the test split; the
+        reward's accuracy is the split ``config.reward_accuracy_split`` names."""
+        has_validation = len(self.federation.validation_y) > 0
+        self.validation_accuracy = self.federation.evaluate("validation")[0] if has_validation else float("nan")
+        self.test_accuracy = self.federation.evaluate("test")[0]
+        self.reward_accuracy = {"validation": self.validation_accuracy,
+                                "test": self.test_accuracy}[self.config.reward_accuracy_split]
 
     def _first_epoch_s(self, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(download_s, epoch_s)`` of ``clients`` this round, s: model download and one local epoch of

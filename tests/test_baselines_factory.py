@@ -79,7 +79,7 @@ def test_identical_seeds_give_identical_partitions_traces_and_candidates_across_
         record = run_episode(env, policy, seed=1003)
         simulator = env.simulator
         seen[name] = ([i.tolist() for i in simulator.client_indices], simulator.replay.assignment.tolist(),
-                      simulator.replay.offset, policy.seen, record.accuracy[0])
+                      simulator.replay.offset, policy.seen, record.test_accuracy[0])
     first = seen["fedavg"]
     assert all(value == first for value in seen.values())
     assert len({tuple(map(tuple, value[3])) for value in seen.values()}) == 1
@@ -90,7 +90,7 @@ def test_every_baseline_runs_and_reports_its_aggregation(name):
     policy = make_policy(name, **options_for(name, select_fraction=0.5))
     env = fedenv.parallel_env(num_clients=4, clients_per_round=4, num_rounds=3, **policy.env_overrides)
     record = run_episode(env, policy, seed=5)
-    assert len(record.accuracy) == 4 and all(np.isfinite(record.reward))
+    assert len(record.test_accuracy) == 4 and all(np.isfinite(record.reward))
     if "select_fraction" in (policy_options(name) or ()):
         assert max(record.num_selected) <= 2
     env.reset(seed=5)

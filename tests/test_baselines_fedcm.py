@@ -111,4 +111,4 @@ def test_without_probing_fedcm_uploads_select_fraction_of_clients_per_round_howe
         (record,) = records[name]
         assert record.num_selected == [2, 2]  # round(0.5 * 4) of the 8 online clients it ranks, not 0.5 * 8
         size_mb = 32 * (784 * 200 + 200 + 200 * 10 + 10) / 8 / 1e6  # the default MLP on 28x28 inputs, float32
-        assert record.comm_mb == pytest.approx([2 * size_mb] * 2)
+        assert record.upload_mb == pytest.approx([2 * size_mb] * 2)

@@ -29,7 +29,7 @@ pc = load_script()
 
 
 def record(accuracy: list[float], seed: int = 0, policy: str = "p") -> EpisodeRecord:
-    return EpisodeRecord(policy, seed, accuracy=accuracy)
+    return EpisodeRecord(policy, seed, test_accuracy=accuracy)
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
     assert readme_results.main(["--quick", "--out", str(tmp_path / "out"), "--write", "--readme", str(readme)]) == 0
     block = capsys.readouterr().out
     document = json.loads((tmp_path / "out" / "eval" / "results.json").read_text())
-    summary = table_rows(block, "| policy | probing | final accuracy")
+    summary = table_rows(block, "| policy | probing | final test accuracy")
     assert list(summary) == POLICIES
     for row in document["summary"]:
         cells = summary[row["policy"]]
@@ -47,8 +47,12 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
         accuracy_mean, accuracy_std = (float(x) for x in cells[1].split(" +- "))
         assert accuracy_mean == pytest.approx(row["final_accuracy_mean"], abs=5e-5)
         assert accuracy_std == pytest.approx(row["final_accuracy_std"], abs=5e-5)
-        assert float(cells[3].split(" +- ")[0]) == pytest.approx(row["total_comm_mb_mean"], abs=0.05)
-        assert float(cells[4].split(" +- ")[0]) == pytest.approx(row["team_return_mean"], abs=5e-5)
+        assert float(cells[3].split(" +- ")[0]) == pytest.approx(row["total_upload_mb_mean"], abs=0.05)
+        assert float(cells[4].split(" +- ")[0]) == pytest.approx(row["total_download_mb_mean"], abs=0.05)
+        assert float(cells[5].split(" +- ")[0]) == pytest.approx(row["total_upload_mb_mean"]
+                                                                 + row["total_download_mb_mean"], abs=0.1)
+        assert row["total_download_mb_mean"] > 0
+        assert float(cells[6].split(" +- ")[0]) == pytest.approx(row["team_return_mean"], abs=5e-5)
     per_seed = table_rows(block, "| policy | probing | 1000 | 1001 |")
     assert list(per_seed) == POLICIES
     for name, episodes in document["episodes"].items():

@@ -43,7 +43,8 @@ def test_bad_schedules_and_grids_are_refused_by_name():
 
 def test_rows_hold_means_and_fedavgs_costs_over_the_schedules():
     def episode(ret, acc, lat, mb):
-        return {"team_return": ret, "final_accuracy": acc, "total_latency_s": lat, "total_comm_mb": mb}
+        return {"team_return": ret, "final_accuracy": acc, "total_latency_s": lat, "total_upload_mb": mb,
+                "total_download_mb": 2 * mb, "total_traffic_mb": 3 * mb}
 
     per_episode = {"fedavg": [episode(0.2, 0.9, 600.0, 120.0), episode(0.4, 0.8, 400.0, 120.0)],
                    "s": [episode(0.5, 0.85, 200.0, 30.0), episode(0.3, 0.8, 300.0, 50.0)]}
@@ -51,6 +52,7 @@ def test_rows_hold_means_and_fedavgs_costs_over_the_schedules():
     assert (fedavg["latency_gain"], fedavg["upload_gain"]) == (1.0, 1.0)
     assert s["team_return"] == pytest.approx(0.4) and s["final_accuracy"] == pytest.approx(0.825)
     assert s["latency_gain"] == pytest.approx(500 / 250) and s["upload_gain"] == pytest.approx(120 / 40)
+    assert s["total_download_mb"] == pytest.approx(80.0) and s["total_traffic_mb"] == pytest.approx(120.0)
 
 
 def test_quick_run_writes_a_row_per_policy_from_its_episodes(tmp_path):
@@ -59,9 +61,9 @@ def test_quick_run_writes_a_row_per_policy_from_its_episodes(tmp_path):
     episodes = json.loads((tmp_path / "episodes.json").read_text())
     assert [row["policy"] for row in rows] == ["fedavg", "1 random, all last 1"]
     for row in rows:
-        uploads = [e["total_comm_mb"] for e in episodes[row["policy"]]]
-        assert float(row["total_comm_mb"]) == pytest.approx(np.mean(uploads))
-    assert float(rows[1]["total_comm_mb"]) < float(rows[0]["total_comm_mb"])  # 1 of 3 in round 1, all in round 2
+        uploads = [e["total_upload_mb"] for e in episodes[row["policy"]]]
+        assert float(row["total_upload_mb"]) == pytest.approx(np.mean(uploads))
+    assert float(rows[1]["total_upload_mb"]) < float(rows[0]["total_upload_mb"])  # 1 of 3 in round 1, all in round 2
 
 
 def test_weight_scale_charges_each_episode_that_share_of_its_latency_and_upload(tmp_path):
@@ -73,7 +75,7 @@ def test_weight_scale_charges_each_episode_that_share_of_its_latency_and_upload(
     for policy, episodes in full.items():
         for at_x1, at_half in zip(episodes, half[policy], strict=True):
             assert at_half["final_accuracy"] == at_x1["final_accuracy"]
-            cost = w2 * at_x1["total_latency_s"] + w3 * at_x1["total_comm_mb"]
+            cost = w2 * at_x1["total_latency_s"] + w3 * at_x1["total_upload_mb"]  # the default upload-only term
             assert at_half["team_return"] == pytest.approx(at_x1["team_return"] + cost / 2, abs=1e-9)
     with pytest.raises(SystemExit):
         schedules.main(["--quick", "--weight-scale", "0", "--out", str(tmp_path / "x0")])
@@ -88,9 +90,11 @@ def test_probing_charges_the_probing_epoch_and_trains_the_same_models(tmp_path):
         for without, with_probing in zip(episodes, on[policy], strict=True):
             assert with_probing["probing"] and not without["probing"]
             assert with_probing["final_accuracy"] == without["final_accuracy"]
-            assert with_probing["total_comm_mb"] == without["total_comm_mb"]
+            assert with_probing["total_upload_mb"] == without["total_upload_mb"]
             if policy == "fedavg":  # every candidate trains: the probing epoch is its first local epoch
                 assert with_probing["total_latency_s"] == pytest.approx(without["total_latency_s"])
+                assert with_probing["total_download_mb"] == pytest.approx(without["total_download_mb"])
             else:  # round 1: the two candidates left out still download and train one epoch
                 assert with_probing["total_latency_s"] > without["total_latency_s"]
+                assert with_probing["total_download_mb"] > without["total_download_mb"]
                 assert with_probing["team_return"] < without["team_return"]

@@ -50,7 +50,7 @@ def test_test_samples_evaluates_every_env_on_the_same_fixed_subset():
     members = {tuple(row) for row in full.test_x.flatten(1)[:, ::7].tolist()}
     assert all(tuple(row) in members for row in a.simulator.dataset.test_x.flatten(1)[:, ::7].tolist())
     a.reset(seed=3)
-    assert round(a.simulator.accuracy * 200) == pytest.approx(a.simulator.accuracy * 200)  # accuracy counts 200 samples
+    assert round(a.simulator.test_accuracy * 200) == pytest.approx(a.simulator.test_accuracy * 200)  # of 200 samples
     assert len(full.test_y) == 1000  # the cached full dataset is untouched
     with pytest.raises(ValueError, match=r"test_samples=5000 must be in \[1, 1000\]"):
         ClientSelectionEnv(test_samples=5000)

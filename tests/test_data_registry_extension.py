@@ -58,18 +58,18 @@ def test_registered_dataset_partitioner_and_model_play_an_episode(toy_entries):
     assert env.simulator.model_parameters == 4 * 4 * CLASSES + CLASSES  # the tiny linear model, not the default MLP
     assert env.simulator.model_size_mb == pytest.approx(env.simulator.model_parameters * 4 / 1e6)
     _, infos = env.reset(seed=0)
-    # 20 samples per class, val_fraction 0.1 holds 2 per class out: a pool of 180, dealt round-robin
+    # 20 samples per class, the default val_fraction 0.25 holds 5 per class out: a pool of 150, dealt round-robin
     pool = np.setdiff1d(np.arange(TRAIN), env.simulator.validation_indices)
-    assert len(env.simulator.validation_indices) == 20 and len(pool) == 180
+    assert len(env.simulator.validation_indices) == 50 and len(pool) == 150
     for k in range(3):
         assert np.array_equal(env.simulator.client_indices[k], pool[k::3])
-        assert infos[f"client_{k}"]["data_size"] == 60
+        assert infos[f"client_{k}"]["data_size"] == 50
     steps = 0
     while env.agents:
         _, _rewards, _, truncations, infos = env.step({agent: 1 for agent in env.agents})
         steps += 1
     assert steps == 2 and all(truncations.values())
-    assert all(info["data_size"] == 60 and info["selected"] for info in infos.values())
+    assert all(info["data_size"] == 50 and info["selected"] for info in infos.values())
     assert set(env.simulator.federation.global_params) == {"1.weight", "1.bias"}
 
 

@@ -35,7 +35,8 @@ def test_an_infeasible_partition_is_refused_before_anything_is_printed_or_writte
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         f"usage: {prog} [options]",
-        f"{prog}: error: partition needs 600 samples of class 2 but the pool holds 360 (short by 240); "
+        # mnist5k holds 400 training images per class; the 25 % validation split leaves 300 in the pool
+        f"{prog}: error: partition needs 600 samples of class 0 but the pool holds 300 (short by 300); "
         "lower the client sizes or the dominant fraction",
         f"Try '{prog} --help' for more information.",
     ]

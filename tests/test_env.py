@@ -108,14 +108,16 @@ def test_missing_key_means_zero_and_non_candidate_actions_are_ignored(make_env):
         env = make_env(num_clients=5, clients_per_round=2)
         observations, _ = env.reset(seed=3)
         result = env.step(actions_for(observations))
-        return result[1]["client_0"], result[4]["client_0"]["accuracy"], [i["selected"] for i in result[4].values()]
+        info = result[4]["client_0"]
+        return (result[1]["client_0"], info["validation_accuracy"], info["test_accuracy"],
+                [i["selected"] for i in result[4].values()])
 
     candidates = lambda obs: [a for a, o in obs.items() if o["action_mask"][1]]  # noqa: E731
     explicit = outcome(lambda obs: {a: (1 if a in candidates(obs)[:1] else 0) for a in obs})
     missing = outcome(lambda obs: {candidates(obs)[0]: 1})
     ignored = outcome(lambda obs: {a: (1 if a == candidates(obs)[0] or a not in candidates(obs) else 0) for a in obs})
     assert explicit == missing == ignored
-    assert sum(explicit[2]) == 1
+    assert sum(explicit[3]) == 1
 
 
 def test_observations_in_bounds_infos_complete_and_final_round_has_no_candidates(make_env):
@@ -151,16 +153,16 @@ def test_infos_report_each_round_as_the_latency_model_and_the_actions_give_it(ma
         for info in infos.values():
             assert info["round"] == t + 1
             assert info["round_latency_s"] == pytest.approx(latency_s)
-            assert info["comm_mb"] == pytest.approx(len(selected) * env.simulator.model_size_mb)
+            assert info["upload_mb"] == pytest.approx(len(selected) * env.simulator.model_size_mb)
             assert info["wall_clock_s"] == pytest.approx(clock_s)
 
 
 def test_target_accuracy_ends_by_termination(make_env):
-    env = make_env(num_rounds=5, target_accuracy=0.3)
+    env = make_env(num_rounds=5, target_accuracy=0.3)  # on the reward's split: validation by default
     _, infos = env.reset(seed=0)
-    assert infos["client_0"]["accuracy"] < 0.3
+    assert infos["client_0"]["validation_accuracy"] < 0.3
     _, _, terminations, truncations, infos = env.step({a: 1 for a in env.agents})
-    assert infos["client_0"]["accuracy"] >= 0.3
+    assert infos["client_0"]["validation_accuracy"] >= 0.3
     assert terminations["client_0"] is True and truncations["client_0"] is False and env.agents == []
 
 
@@ -177,7 +179,8 @@ def test_default_reward_weights_make_selecting_nobody_worse_than_fedavg():
     for seed in (10_005, 10_006, 10_007):  # training seeds, not evaluation seeds; 10005 has a bad straggler
         fedavg, nobody = run_episode(env, FedAvgPolicy(), seed), run_episode(env, Nobody(), seed)
         assert nobody.team_return < min(0.0, fedavg.team_return)
-        assert nobody.final_accuracy == nobody.accuracy[0]  # no upload: the model never changed
+        assert nobody.final_accuracy == nobody.test_accuracy[0]  # no upload: the model never changed
+        assert nobody.validation_accuracy[-1] == nobody.validation_accuracy[0]
         fedavg_returns.append(fedavg.team_return)
     assert np.mean(fedavg_returns) > 0
 
@@ -237,7 +240,7 @@ def test_fuzzed_configs_and_actions_keep_the_contract(num_clients, per_round_fra
         assert all(type(v) is bool for v in list(terminations.values()) + list(truncations.values()))
         assert [a for a in env.possible_agents if infos[a]["selected"]] == chosen
         assert infos["client_0"]["round"] == t + 1
-        assert infos["client_0"]["comm_mb"] == pytest.approx(len(chosen) * env.simulator.model_size_mb)
+        assert infos["client_0"]["upload_mb"] == pytest.approx(len(chosen) * env.simulator.model_size_mb)
     assert env.agents == []
     assert all(truncations.values())
     with pytest.raises(RuntimeError):

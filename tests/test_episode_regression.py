@@ -4,6 +4,12 @@
 simulator and the subpackages): one episode (seed 7) per case, each case an aggregation rule, a
 partitioner, a policy or a training setting. A refactor that changes what a seed plays fails here.
 A change that is meant to alter behaviour re-records the affected cases and says so in its commit.
+
+Re-recorded, every case, when the reward moved to the validation split (default ``val_fraction`` 0.25,
+``reward_accuracy_split="validation"``, recalibrated weights) and downloads were recorded: before
+re-recording, every case of the e7e39ce file still replayed exactly with ``val_fraction=0.1``,
+``reward_accuracy_split="test"`` and the old weights (3.68e-4, 1.20e-3). The fixture holds the
+:class:`~fedenv.evaluation.EpisodeRecord` fields of :data:`PINNED_FIELDS`, written by ``run_episode``.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import run_episode
 
 PINNED = json.loads((Path(__file__).parent / "fixtures" / "pinned_episodes.json").read_text())
+PINNED_FIELDS = ("test_accuracy", "validation_accuracy", "wall_clock_s", "reward", "upload_mb", "download_mb")
 
 
 @pytest.mark.parametrize("case", sorted(PINNED["cases"]))
@@ -30,5 +37,5 @@ def test_seeded_episode_replays_the_recorded_rounds(case):
     config = EnvConfig.from_dict({**PINNED["base"], **pinned["overrides"], **policy.env_overrides})
     record = run_episode(ClientSelectionEnv(config), policy, seed=PINNED["seed"])
     assert record.num_selected == pinned["num_selected"]
-    for key in ("accuracy", "wall_clock_s", "reward", "comm_mb"):
+    for key in PINNED_FIELDS:
         np.testing.assert_allclose(getattr(record, key), pinned[key], rtol=1e-6, atol=1e-9, err_msg=key)

@@ -98,8 +98,8 @@ def test_first_episode_reaching():
 def results_json(tmp_path):
     """An evaluate.py results.json of fedavg, random and vdn on two seeds, with known per-episode values."""
     def record(policy, seed, rewards, final_accuracy, checkpoint=None):
-        return EpisodeRecord(policy, seed, [0.1, final_accuracy], [0.0, 1.0], [1.0], [2.0], rewards, [3],
-                             checkpoint=checkpoint)
+        return EpisodeRecord(policy, seed, [0.1, final_accuracy], [0.1, 0.5], [0.0, 1.0], [1.0], [2.0], [4.0],
+                             rewards, [3], checkpoint=checkpoint)
 
     records = {"fedavg": [record("fedavg", 1, [1.0, 0.5], 0.8), record("fedavg", 2, [2.0, 0.25], 0.9)],
                "random": [record("random", 1, [0.25], 0.5), record("random", 2, [0.75], 0.7)],

@@ -20,8 +20,9 @@ def test_ten_policies_get_ten_colours_and_ten_markers():
 
 
 def test_plot_results_writes_the_summary_and_the_learning_curves(tmp_path):
-    records = {name: [EpisodeRecord(name, seed, [0.1, 0.5, 0.6 + 0.01 * i], [0.0, 2.0 + i, 4.0 + i],
-                                    [2.0 + i, 2.0], [6.0, 6.0] if i < 4 else [1.0, 2.0 + i], [0.1, 0.2], [3, 3])
+    records = {name: [EpisodeRecord(name, seed, [0.1, 0.5, 0.6 + 0.01 * i], [0.1, 0.4, 0.5], [0.0, 2.0 + i, 4.0 + i],
+                                    [2.0 + i, 2.0], [6.0, 6.0] if i < 4 else [1.0, 2.0 + i], [9.0, 9.0 + i],
+                                    [0.1, 0.2], [3, 3])
                        for seed in (1, 2)] for i, name in enumerate(TEN)}
     paths = plot_results(records, tmp_path)
     assert set(paths) == {"summary", "learning_curves"}

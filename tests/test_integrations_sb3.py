@@ -85,7 +85,8 @@ def test_last_step_infos_are_the_finished_rounds_and_reset_infos_are_kept_apart(
     _, expected = plain_episode(TINY, federation_seeds(4, 1)[0], TINY.num_rounds)
     for i, agent in enumerate(("client_0", "client_1", "client_2")):
         assert infos[i]["round"] == TINY.num_rounds
-        assert infos[i]["accuracy"] == expected[agent]["accuracy"]
+        assert infos[i]["validation_accuracy"] == expected[agent]["validation_accuracy"]
+        assert infos[i]["test_accuracy"] == expected[agent]["test_accuracy"]
         assert infos[i]["wall_clock_s"] == expected[agent]["wall_clock_s"]
         assert venv.unwrapped.reset_infos[i]["round"] == 0
 

@@ -18,7 +18,7 @@ def test_torchrl_wrapper_passes_check_env_specs_and_keeps_every_info_key():
     check_env_specs(env)
     assert set(env.observation_spec["agents", "info"].keys()) == set(INFO_KEYS)
     rollout = env.rollout(3)
-    assert rollout["next", "agents", "info", "accuracy"].shape == (3, 3)
+    assert rollout["next", "agents", "info", "test_accuracy"].shape == (3, 3)
     assert rollout["next", "truncated"][-1].all()
 
 
@@ -36,5 +36,5 @@ def test_episode_end_keeps_the_finished_rounds_infos():
         _, _, _, _, infos = plain.step({agent: 1 for agent in plain.agents})
     last = rollout[TINY.num_rounds - 1]["next", "agents", "info"]
     assert last["round"].tolist() == [TINY.num_rounds] * 3
-    assert last["accuracy"][0].item() == pytest.approx(infos["client_0"]["accuracy"], abs=1e-6)
+    assert last["test_accuracy"][0].item() == pytest.approx(infos["client_0"]["test_accuracy"], abs=1e-6)
     assert rollout[TINY.num_rounds]["agents", "info", "round"].tolist() == [0, 0, 0]  # the next episode's reset

@@ -313,12 +313,12 @@ def test_every_preset_plays_a_short_episode(tmp_path, name):
     assert steps == 2 and all(truncations.values()) and not any(terminations.values())
     assert all(math.isfinite(r) for r in rewards)
     assert any(not torch.equal(initial[n], p) for n, p in env.simulator.federation.global_params.items())
-    federation = env.simulator.federation  # the reported accuracy is the global model's on the test split
+    federation = env.simulator.federation  # the reported test accuracy is the global model's on the test split
     logits = federation.logits({n: p.unsqueeze(0) for n, p in federation.global_params.items()}, federation.test_x,
                                {n: b.unsqueeze(0) for n, b in federation.global_buffers.items()})[0]
     accuracy = float((logits.argmax(dim=1) == federation.test_y).double().mean())
-    assert env.simulator.accuracy == pytest.approx(accuracy)
-    assert infos["client_0"]["accuracy"] == pytest.approx(accuracy)
+    assert env.simulator.test_accuracy == pytest.approx(accuracy)
+    assert infos["client_0"]["test_accuracy"] == pytest.approx(accuracy)
     assert env.config.dataset == PRESETS[name]["dataset"] and env.config.model == PRESETS[name]["model"]
     if name == "fmnist-resnet18":  # BatchNorm: latency counts the full batches trained, not the data size
         clients = env.simulator.clients

@@ -78,7 +78,7 @@ def _play(seeds: list[int], start: threading.Barrier | None = None) -> list[tupl
     if start is not None:
         start.wait()
     records = [run_episode(env, make_policy("fedavg"), seed=seed) for seed in seeds]
-    return [(r.accuracy, r.wall_clock_s, r.num_selected) for r in records]
+    return [(r.test_accuracy, r.validation_accuracy, r.wall_clock_s, r.num_selected) for r in records]
 
 
 def test_seeded_episodes_played_in_threads_at_once_equal_them_played_one_after_another():

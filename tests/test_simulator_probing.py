@@ -126,7 +126,7 @@ def test_selecting_everyone_gives_the_same_accuracy_for_less_latency(write_trace
         accuracy, latency = [], []
         while env.agents:
             _, _, _, _, infos = env.step({agent: 1 for agent in env.agents})
-            accuracy.append(infos["client_0"]["accuracy"])
+            accuracy.append((infos["client_0"]["validation_accuracy"], infos["client_0"]["test_accuracy"]))
             latency.append(infos["client_0"]["round_latency_s"])
         curves[probing] = np.array(accuracy), np.array(latency)
     np.testing.assert_allclose(curves[False][0], curves[True][0], atol=1e-9)

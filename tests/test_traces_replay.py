@@ -98,12 +98,13 @@ def test_round_with_nobody_online_only_advances_the_clock(write_trace):
             break
     else:
         pytest.fail("no seed started outside the window")
-    start_accuracy = infos["client_0"]["accuracy"]
+    start_accuracy = infos["client_0"]["validation_accuracy"], infos["client_0"]["test_accuracy"]
     wait = env.simulator.replay.wait_s(0.0)
     assert all(o["action_mask"].tolist() == [1, 0] for o in observations.values())
     _, rewards, _, _, infos = env.step({"client_0": 1})
     assert infos["client_0"]["idle"] is True and infos["client_0"]["round_latency_s"] == pytest.approx(wait)
-    assert infos["client_0"]["accuracy"] == start_accuracy and infos["client_0"]["comm_mb"] == 0.0
+    assert (infos["client_0"]["validation_accuracy"], infos["client_0"]["test_accuracy"]) == start_accuracy
+    assert infos["client_0"]["upload_mb"] == infos["client_0"]["download_mb"] == 0.0  # nobody was a candidate
     assert rewards["client_0"] == pytest.approx(-env.config.latency_weight * wait)
     assert all(i["online"] and i["candidate"] for i in infos.values())  # the next round starts in the window
 
@@ -124,7 +125,8 @@ def test_deadline_drops_stragglers_caps_latency_and_aggregates_the_rest(write_tr
     assert infos[slow_agent]["dropped"] and infos[slow_agent]["selected"]
     assert not any(infos[a]["dropped"] for a in infos if a != slow_agent)
     assert infos[slow_agent]["round_latency_s"] == 5.0
-    assert infos[slow_agent]["comm_mb"] == pytest.approx(2 * with_deadline.simulator.model_size_mb)
+    assert infos[slow_agent]["upload_mb"] == pytest.approx(2 * with_deadline.simulator.model_size_mb)
+    assert infos[slow_agent]["download_mb"] == pytest.approx(3 * with_deadline.simulator.model_size_mb)  # 3 probed
     for name, tensor in with_deadline.simulator.federation.global_params.items():
         assert torch.allclose(tensor, without.simulator.federation.global_params[name]), name
     assert reference[slow_agent]["round_latency_s"] < 5.0

@@ -18,7 +18,7 @@ class Terminal(io.StringIO):
 
 
 def summary(team_return: float) -> EpisodeSummary:
-    return EpisodeSummary(team_return=team_return, final_accuracy=0.5, total_latency_s=10.0, total_comm_mb=1.0,
+    return EpisodeSummary(team_return=team_return, final_accuracy=0.5, total_latency_s=10.0, total_upload_mb=1.0,
                           participation_rate=1.0, epsilon=0.25)
 
 

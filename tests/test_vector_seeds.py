@@ -52,4 +52,5 @@ def test_last_step_infos_are_the_finished_rounds():
             _, _, _, _, expected = plain.step({a: 1 for a in plain.agents})
         assert all(truncations.values())
         assert infos["client_0"]["round"] == TINY.num_rounds
-        assert infos["client_0"]["accuracy"] == expected["client_0"]["accuracy"]
+        assert infos["client_0"]["validation_accuracy"] == expected["client_0"]["validation_accuracy"]
+        assert infos["client_0"]["test_accuracy"] == expected["client_0"]["test_accuracy"]

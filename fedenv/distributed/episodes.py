@@ -9,7 +9,6 @@ configuration; every episode is reset with its seed, so a record does not depend
 
 from __future__ import annotations
 
-import numpy as np
 import ray
 
 from fedenv.baselines.base import Policy
@@ -86,12 +85,8 @@ def calibrate_weights_on_ray(config: EnvConfig, seeds, share: float, options: Ra
     Returns:
         The same dictionary as ``calibrate_weights(config, seeds, share)``.
     """
-    from fedenv.calibration import calibrate_weights
+    from fedenv.calibration import calibrate_weights, weights_from_measurements
 
     start_ray(options)
     task = ray.remote(num_cpus=1, num_gpus=options.worker_gpus)(calibrate_weights)
-    measured = ray.get([task.remote(config, [seed], share) for seed in seeds])
-    accuracy, latency, upload = (float(np.mean([m[key] for m in measured]))
-                                 for key in ("accuracy_term", "latency_s", "comm_mb"))
-    return {"latency_weight": share * accuracy / latency, "comm_weight": share * accuracy / upload,
-            "accuracy_term": accuracy, "latency_s": latency, "comm_mb": upload}
+    return weights_from_measurements(ray.get([task.remote(config, [seed], share) for seed in seeds]), share)

@@ -11,13 +11,14 @@ from torch import nn
 from torch.func import functional_call
 
 from fedenv.aggregation import AggregationResult, AggregationRule, FedAvg, Uploads
-from fedenv.config import EnvConfig
+from fedenv.config import EVALUATION_SPLITS, EnvConfig
 from fedenv.data import Dataset
 from fedenv.engine.grad_fns import batched_grad_fn
 from fedenv.engine.local_sgd import TrainResult
 from fedenv.engine.optimiser import LocalTrainingConfig
 from fedenv.engine.requests import TrainRequest, train_together
 from fedenv.models import has_batchnorm
+from fedenv.names import check_known
 
 
 class Federation:
@@ -132,15 +133,26 @@ class Federation:
         ])
 
     @torch.no_grad()
-    def evaluate(self, chunk: int = 4096) -> tuple[float, float]:
-        """Accuracy (fraction in [0, 1]) and mean cross-entropy of the global model on the test split."""
+    def evaluate(self, split: str = "test", chunk: int = 4096) -> tuple[float, float]:
+        """Accuracy (fraction in [0, 1]) and mean cross-entropy (nats) of the global model on ``split``:
+        ``"test"`` (the dataset's test split) or ``"validation"`` (the server's validation split, held out
+        of the training set before partitioning).
+
+        Raises:
+            ValueError: unknown ``split``, or ``"validation"`` without a validation split (val_fraction 0).
+        """
+        check_known(split, EVALUATION_SPLITS, "split")
+        x, y = (self.test_x, self.test_y) if split == "test" else (self.validation_x, self.validation_y)
+        if len(y) == 0:
+            raise ValueError(f"no {split} samples to evaluate on" + (": set val_fraction > 0" if split == "validation"
+                                                                         else ""))
         correct, loss = 0, 0.0
-        for start in range(0, len(self.test_y), chunk):
-            xb, yb = self.test_x[start : start + chunk], self.test_y[start : start + chunk]
+        for start in range(0, len(y), chunk):
+            xb, yb = x[start : start + chunk], y[start : start + chunk]
             logits = self._inference(self.global_params, self.global_buffers, xb)
             correct += int((logits.argmax(dim=1) == yb).sum())
             loss += float(F.cross_entropy(logits, yb, reduction="sum"))
-        return correct / len(self.test_y), loss / len(self.test_y)
+        return correct / len(y), loss / len(y)
 
     def _inference(self, params, buffers, x):
         """Evaluation-mode forward pass (BatchNorm uses its running statistics)."""

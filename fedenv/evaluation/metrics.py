@@ -6,13 +6,16 @@ import numpy as np
 
 from fedenv.evaluation.rollout import EpisodeRecord
 
-METRICS = ("final_accuracy", "rounds_to_fedavg", "total_latency_s", "total_comm_mb", "team_return")
+METRICS = ("final_accuracy", "rounds_to_fedavg", "total_latency_s", "total_upload_mb", "total_download_mb",
+           "total_traffic_mb", "team_return")
+"""Per-episode metrics: final test accuracy, rounds to the reference's final test accuracy, summed round
+latency (s), summed upload, download and both (MB), and the team return."""
 
 
 def per_episode_metrics(records: dict[str, list[EpisodeRecord]], reference: str = "fedavg") -> dict[str, list[dict]]:
-    """Metrics of every episode, with its ``seed``, ``probing`` mode and ``checkpoint`` (None for fixed
-    policies). ``rounds_to_fedavg``: first round reaching the reference policy's final accuracy on the
-    same seed (NaN when never reached, or when the reference was not run)."""
+    """Metrics of every episode (:data:`METRICS`), with its ``seed``, ``probing`` mode and ``checkpoint``
+    (None for fixed policies). ``rounds_to_fedavg``: first round reaching the reference policy's final test
+    accuracy on the same seed (NaN when never reached, or when the reference was not run)."""
     targets = {r.seed: r.final_accuracy for r in records.get(reference, [])}
     out = {}
     for name, episodes in records.items():
@@ -26,7 +29,9 @@ def per_episode_metrics(records: dict[str, list[EpisodeRecord]], reference: str 
                 "final_accuracy": r.final_accuracy,
                 "rounds_to_fedavg": float("nan") if reached is None else float(reached),
                 "total_latency_s": r.total_latency_s,
-                "total_comm_mb": r.total_comm_mb,
+                "total_upload_mb": r.total_upload_mb,
+                "total_download_mb": r.total_download_mb,
+                "total_traffic_mb": r.total_traffic_mb,
                 "team_return": r.team_return,
             })
         out[name] = rows

@@ -1,6 +1,7 @@
-"""The comparison's plots: ``summary.png`` (final accuracy against total latency and total upload, with
-the Pareto front) and ``learning_curves.png`` (accuracy per round, accuracy over simulated time,
-cumulative upload per round).
+"""The comparison's plots: ``summary.png`` (final test accuracy against total latency, upload, download
+and traffic (upload and download together), with the Pareto fronts) and ``learning_curves.png`` (test
+accuracy per round, test accuracy over simulated time, cumulative upload, download and traffic per
+round).
 
 Every policy keeps one colour and one marker in both figures. The learned policy (``vdn``) and FedAvg
 are drawn bold, the other policies thin and lighter. Each axis has one scale: linear, or logarithmic
@@ -78,20 +79,30 @@ def _summary_panel(ax, rows: list[dict], metric: str, label: str, styles: dict) 
     ax.grid(alpha=0.3)
 
 
+SUMMARY_PANELS = (
+    ("total_latency_s", "total simulated latency per episode (s", "accuracy against time"),
+    ("total_upload_mb", "total upload per episode (MB", "accuracy against upload"),
+    ("total_download_mb", "total download per episode (MB", "accuracy against download"),
+    ("total_traffic_mb", "total traffic, upload + download, per episode (MB", "accuracy against all traffic"),
+)
+"""``(metric, axis label, title)`` of each panel of ``summary.png``."""
+
+
 def plot_summary(rows: list[dict], seeds: int, path: Path) -> None:
-    """``summary.png``: each policy's final accuracy against its total latency (left) and its total upload
-    (right) per episode, mean +- std over the ``seeds`` evaluation seeds (:func:`summarise` ``rows``), with
-    each panel's Pareto front."""
+    """``summary.png``: each policy's final test accuracy against its total latency, upload, download and
+    traffic (upload + download) per episode (one panel each, :data:`SUMMARY_PANELS`), mean +- std over the
+    ``seeds`` evaluation seeds (:func:`summarise` ``rows``), with each panel's Pareto front."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
     styles = policy_styles([row["policy"] for row in rows])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), sharey=True)
-    _summary_panel(axes[0], rows, "total_latency_s", "total simulated latency per episode (s", styles)
-    _summary_panel(axes[1], rows, "total_comm_mb", "total upload per episode (MB", styles)
-    axes[0].set_ylabel("final test accuracy")
-    axes[0].set_title("accuracy against time: up and left is better")
-    axes[1].set_title("accuracy against communication: up and left is better")
+    fig, grid = plt.subplots(2, 2, figsize=(12, 10), sharey=True)
+    axes = grid.ravel()
+    for ax, (metric, label, title) in zip(axes, SUMMARY_PANELS):
+        _summary_panel(ax, rows, metric, label, styles)
+        ax.set_title(title + ": up and left is better")
+    for ax in grid[:, 0]:
+        ax.set_ylabel("final test accuracy")
     handles = [Line2D([], [], ls="", marker=styles[r["policy"]]["marker"], ms=9, color=styles[r["policy"]]["color"],
                       mec="black" if r["policy"] in EMPHASISED else "white", label=r["policy"]) for r in rows]
     handles.append(Line2D([], [], ls="--", color="0.35", marker="o", ms=15, mfc="none", mec="0.35",
@@ -99,7 +110,7 @@ def plot_summary(rows: list[dict], seeds: int, path: Path) -> None:
     fig.legend(handles=handles, loc="center right", frameon=False, fontsize="small")
     fig.text(0.01, 0.01, f"Marker: mean over {seeds} evaluation seeds (the same seeds for every policy); error bars: "
              "+-1 std over those seeds. Bold markers: the learned policy and FedAvg.", fontsize="small")
-    fig.tight_layout(rect=(0, 0.04, 0.8, 1))
+    fig.tight_layout(rect=(0, 0.02, 0.8, 1))
     atomic_write(path, partial(fig.savefig, format="png", dpi=110))
     plt.close(fig)
 
@@ -122,9 +133,9 @@ def _curve_panel(ax, x: dict, y: dict, styles: dict) -> None:
     ax.grid(alpha=0.3)
 
 
-def _upload_panel(ax, upload: dict, styles: dict) -> None:
-    """Cumulative upload per round; policies with the same mean curve are drawn once, in the first one's
-    style, and named together in the panel's upper left corner."""
+def _traffic_panel(ax, upload: dict, styles: dict) -> None:
+    """Cumulative traffic (upload, download or both) per round; policies with the same mean curve are drawn
+    once, in the first one's style, and named together in the panel's upper left corner."""
     groups: list[list[str]] = []
     for name in upload:
         same = next((g for g in groups if np.allclose(upload[g[0]].mean(0), upload[name].mean(0))), None)
@@ -149,26 +160,36 @@ def _stack(records: list[EpisodeRecord], values) -> np.ndarray:
 
 def plot_learning_curves(records: dict[str, list[EpisodeRecord]], path: Path) -> None:
     """``learning_curves.png``: test accuracy after each round, test accuracy against simulated time
-    (one point per round at the mean time over seeds; linear time axis) and cumulative upload per round
-    (policies with identical curves share one line, named together in the panel); lines are means
-    over seeds, bands +-1 std over seeds for the emphasised policies."""
+    (one point per round at the mean time over seeds; linear time axis), and cumulative upload, download
+    and traffic (upload + download) per round (policies with identical curves share one line, named
+    together in the panel); lines are means over seeds, bands +-1 std over seeds for the emphasised
+    policies."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
     styles = policy_styles(list(records))
-    accuracy = {n: _stack(eps, lambda r: r.accuracy) for n, eps in records.items()}
+    accuracy = {n: _stack(eps, lambda r: r.test_accuracy) for n, eps in records.items()}
     rounds = {n: np.broadcast_to(np.arange(a.shape[1]), a.shape) for n, a in accuracy.items()}
     time = {n: _stack(eps, lambda r: r.wall_clock_s) for n, eps in records.items()}
-    upload = {n: _stack(eps, lambda r: np.concatenate([[0.0], np.cumsum(r.comm_mb)])) for n, eps in records.items()}
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5))
+    per_round = {n: {"upload": _stack(eps, lambda r: r.upload_mb), "download": _stack(eps, lambda r: r.download_mb)}
+                 for n, eps in records.items()}
+    directions = {"upload": ("upload",), "download": ("download",),
+                  "traffic (upload + download)": ("upload", "download")}
+    fig, grid = plt.subplots(2, 3, figsize=(16, 10))
+    axes = grid.ravel()
     _curve_panel(axes[0], rounds, accuracy, styles)
     _curve_panel(axes[1], time, accuracy, styles)
-    _upload_panel(axes[2], upload, styles)
+    axes[2].axis("off")
+    for ax, (direction, parts) in zip(axes[3:], directions.items()):
+        cumulative = {n: np.cumsum(np.pad(sum(mb[p] for p in parts), ((0, 0), (1, 0))), axis=1)
+                      for n, mb in per_round.items()}
+        _traffic_panel(ax, cumulative, styles)
+        ax.set(xlabel="FL round", ylabel=f"cumulative {direction.split(' (')[0]} (MB)",
+               title=f"cumulative {direction} per round")
     axes[0].set(xlabel="FL round", ylabel="test accuracy", title="accuracy per round")
     axes[1].set(xlabel="simulated wall-clock time (s)", ylabel="test accuracy",
                 title="accuracy over simulated time (a marker per round)")
-    axes[2].set(xlabel="FL round", ylabel="cumulative upload (MB)", title="cumulative upload per round")
-    for ax in (axes[0], axes[2]):
+    for ax in (axes[0], *axes[3:]):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     fig.legend(*axes[0].get_legend_handles_labels(), loc="center right", frameon=False, fontsize="small")
     seeds = len(next(iter(records.values())))

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from fedenv.baselines.base import Policy
-from fedenv.env import ClientSelectionEnv
+from fedenv.config import EVALUATION_SPLITS
+from fedenv.env import ClientSelectionEnv, policy_infos
 from fedenv.simulator import samples_per_epoch
 
 
@@ -19,18 +20,24 @@ class EpisodeRecord:
         policy: policy name; seed: the episode's seed.
         probing: whether the episode's env had the candidates probe before the decision
             (:attr:`fedenv.config.EnvConfig.probing`).
-        accuracy: test accuracy after each round, with the initial model's first (length T + 1).
+        test_accuracy: test accuracy after each round, with the initial model's first (length T + 1): what
+            the reports score (final accuracy, rounds to a target).
+        validation_accuracy: accuracy on the server's validation split, likewise (NaN without one): what
+            the reward used by default (``EnvConfig.reward_accuracy_split``).
         wall_clock_s: cumulative simulated time after each round, starting at 0 (length T + 1).
-        round_latency_s, comm_mb, reward, num_selected: per round (length T).
+        round_latency_s, upload_mb, download_mb, reward, num_selected: per round (length T); ``upload_mb``
+            and ``download_mb`` are the round's total upload and download, MB.
         checkpoint: the checkpoint the policy was loaded from (a training run), None for fixed policies.
     """
 
     policy: str
     seed: int
-    accuracy: list[float] = field(default_factory=list)
+    test_accuracy: list[float] = field(default_factory=list)
+    validation_accuracy: list[float] = field(default_factory=list)
     wall_clock_s: list[float] = field(default_factory=list)
     round_latency_s: list[float] = field(default_factory=list)
-    comm_mb: list[float] = field(default_factory=list)
+    upload_mb: list[float] = field(default_factory=list)
+    download_mb: list[float] = field(default_factory=list)
     reward: list[float] = field(default_factory=list)
     num_selected: list[int] = field(default_factory=list)
     probing: bool = True
@@ -38,24 +45,45 @@ class EpisodeRecord:
 
     @property
     def final_accuracy(self) -> float:
-        return self.accuracy[-1]
+        """Test accuracy after the last round."""
+        return self.test_accuracy[-1]
 
     @property
     def total_latency_s(self) -> float:
         return float(sum(self.round_latency_s))
 
     @property
-    def total_comm_mb(self) -> float:
-        return float(sum(self.comm_mb))
+    def total_upload_mb(self) -> float:
+        return float(sum(self.upload_mb))
+
+    @property
+    def total_download_mb(self) -> float:
+        return float(sum(self.download_mb))
+
+    @property
+    def total_traffic_mb(self) -> float:
+        """Upload and download together, MB."""
+        return self.total_upload_mb + self.total_download_mb
 
     @property
     def team_return(self) -> float:
         """Undiscounted sum of the team reward (one agent's return; not summed over agents)."""
         return float(sum(self.reward))
 
+    def accuracy_on(self, split: str) -> list[float]:
+        """:attr:`validation_accuracy` or :attr:`test_accuracy` by ``split`` (a name of
+        :data:`~fedenv.config.EVALUATION_SPLITS`).
+
+        Raises:
+            ValueError: unknown ``split``.
+        """
+        if split not in EVALUATION_SPLITS:
+            raise ValueError(f"split={split!r} is not known; allowed: {', '.join(EVALUATION_SPLITS)}")
+        return self.validation_accuracy if split == "validation" else self.test_accuracy
+
     def rounds_to(self, target: float) -> int | None:
-        """First round whose accuracy reaches ``target`` (None if never)."""
-        for round_index, accuracy in enumerate(self.accuracy):
+        """First round whose test accuracy reaches ``target`` (None if never)."""
+        for round_index, accuracy in enumerate(self.test_accuracy):
             if accuracy >= target:
                 return round_index
         return None
@@ -67,22 +95,26 @@ class EpisodeRecord:
 def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: str | None = None) -> EpisodeRecord:
     """Run ``policy`` (loaded from ``checkpoint``, if any) in ``env`` for one episode started with
     ``reset(seed=seed)``; after ``policy.reset(seed)`` the policy is given the clients' device-profile
-    estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`)."""
+    estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`).
+    The policy is shown the infos without the test accuracy (:func:`~fedenv.env.policy_infos`), which only
+    the record keeps."""
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
     policy.register_clients(profile_duration_s(env), env.config.probing)
     first = infos[env.possible_agents[0]]
-    record = EpisodeRecord(policy.name, seed, [first["accuracy"]], [first["wall_clock_s"]],
-                           probing=env.config.probing, checkpoint=checkpoint)
+    record = EpisodeRecord(policy.name, seed, [first["test_accuracy"]], [first["validation_accuracy"]],
+                           [first["wall_clock_s"]], probing=env.config.probing, checkpoint=checkpoint)
     while env.agents:
-        actions = policy.act(observations, infos)
+        actions = policy.act(observations, policy_infos(infos))
         observations, rewards, _, _, infos = env.step(actions)
-        policy.observe(infos)
+        policy.observe(policy_infos(infos))
         info = infos[env.possible_agents[0]]
-        record.accuracy.append(info["accuracy"])
+        record.test_accuracy.append(info["test_accuracy"])
+        record.validation_accuracy.append(info["validation_accuracy"])
         record.wall_clock_s.append(info["wall_clock_s"])
         record.round_latency_s.append(info["round_latency_s"])
-        record.comm_mb.append(info["comm_mb"])
+        record.upload_mb.append(info["upload_mb"])
+        record.download_mb.append(info["download_mb"])
         record.reward.append(rewards[env.possible_agents[0]])
         record.num_selected.append(sum(int(i["selected"]) for i in infos.values()))
     return record

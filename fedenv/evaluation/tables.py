@@ -7,7 +7,8 @@ import math
 from fedenv.evaluation.metrics import METRICS
 
 FORMATS = {"final_accuracy": "{:.4f}", "rounds_to_fedavg": "{:.1f}", "total_latency_s": "{:.1f}",
-           "total_comm_mb": "{:.1f}", "team_return": "{:.4f}"}
+           "total_upload_mb": "{:.1f}", "total_download_mb": "{:.1f}", "total_traffic_mb": "{:.1f}",
+           "team_return": "{:.4f}"}
 """Number format of each metric in the table."""
 
 
@@ -26,10 +27,12 @@ def _cell(row: dict, metric: str) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """Fixed-width text table of :func:`~fedenv.evaluation.metrics.summarise` rows (mean +- std over
-    evaluation seeds), with each policy's probing mode (on: its candidates probed before the decision).
+    evaluation seeds), with each policy's probing mode (on: its candidates probed before the decision);
+    traffic is upload and download together.
     A policy evaluated from several checkpoints adds ``(runs +- std over training runs)`` to each cell
     and a note under the table."""
-    headers = ["policy", "probing", "final acc", "rounds to fedavg acc", "latency (s)", "upload (MB)", "team return"]
+    headers = ["policy", "probing", "final test acc", "rounds to fedavg acc", "latency (s)", "upload (MB)",
+               "download (MB)", "traffic (MB)", "team return"]
     lines = [[row["policy"], "on" if row["probing"] else "off", *(_cell(row, m) for m in METRICS)] for row in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *lines)]
 
