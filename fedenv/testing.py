@@ -170,7 +170,7 @@ def check_policy(name: str, seed: int = 3) -> None:
     :func:`fedenv.evaluation.run_episode` drives it) it acts only for candidates, with actions 0 or 1, and
     plays the same actions again after ``reset`` with the same seed."""
     from fedenv.baselines import make_policy
-    from fedenv.env import ClientSelectionEnv
+    from fedenv.env import ClientSelectionEnv, policy_infos
     from fedenv.evaluation import policy_config
     from fedenv.evaluation.rollout import profile_duration_s
 
@@ -184,12 +184,12 @@ def check_policy(name: str, seed: int = 3) -> None:
         policy.register_clients(profile_duration_s(env), env.config.probing)  # as run_episode does
         played = []
         while env.agents:
-            actions = policy.act(observations, infos)
+            actions = policy.act(observations, policy_infos(infos))  # as run_episode shows them
             candidates = {a for a, o in observations.items() if o["action_mask"][1]}
             assert set(actions) <= candidates, f"{name!r} acts for non-candidates {sorted(set(actions) - candidates)}"
             assert all(int(v) in (0, 1) and v == int(v) for v in actions.values()), f"{name!r}: actions {actions}"
             observations, _, _, _, infos = env.step(actions)
-            policy.observe(infos)
+            policy.observe(policy_infos(infos))
             played.append({a: int(v) for a, v in actions.items()})
         return played
 
