@@ -12,7 +12,8 @@ Writes under ``--run-dir`` (default ``runs/<timestamp>``): TensorBoard logs, ``c
 env config, observation layout), ``best.pt`` (the best greedy policy on the validation seeds) and
 ``config.json``; a folder that holds another run is refused (continue it with ``--resume``, or clear it
 with ``--overwrite``). At the end it prints the learned greedy policy against ``fedavg`` and ``random`` on
-held-out seeds.
+held-out seeds and writes that comparison into the run folder: ``results.csv``, ``results.json``,
+``summary.png`` and ``learning_curves.png`` (as ``evaluate.py --out`` does).
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def build_parser() -> FlagParser:
                         help="run seed (default 0): training episodes use env seeds 10000 + 1000000 * seed + "
                              "episode, so the evaluation seeds (1000 and up) are never trained on")
     parser.add_argument("--run-dir", default=None, metavar="DIR",
-                        help="folder for the TensorBoard logs, checkpoint.pt, best.pt and config.json "
+                        help="folder for the TensorBoard logs, checkpoint.pt, best.pt, config.json and the final "
+                             "comparison (results.csv, results.json, summary.png, learning_curves.png) "
                              "(default: runs/<timestamp>); a folder holding another run is refused")
     parser.add_argument("--overwrite", action="store_true",
                         help="delete the files of another run in --run-dir (config.json, checkpoints, TensorBoard "
@@ -299,8 +301,16 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
     if plan.eval_seeds:
         compare(plan.env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(plan.eval_seeds),
-                progress=not args.no_progress and sys.stdout.isatty(),
-                title=f"\nheld-out seeds {list(plan.eval_seeds)} (team return = shared reward summed over rounds):")
+                out_dir=plan.run_dir, progress=not args.no_progress and sys.stdout.isatty(),
+                title=comparison_title(list(plan.eval_seeds)))
+
+
+def comparison_title(seeds: list[int]) -> str:
+    """The line above the final comparison: which seeds, what the team return is, and why its numbers are
+    not README's table (that one is every policy on more held-out seeds, from ``evaluate.py``)."""
+    return (f"\nheld-out seeds {seeds} (team return = shared reward summed over rounds; mean +- std over these "
+            f"{len(seeds)} seeds; README's table is every policy on more seeds: evaluate.py --checkpoint "
+            f"CHECKPOINT --policies all):")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import textwrap
 import typing
 from pathlib import Path
 
@@ -31,16 +32,64 @@ class FlagParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` for commands with many flags: the usage line is ``PROG [options]``
     (the flags are listed by ``--help``, in groups), the description is printed as written, and a usage
     error prints three lines to stderr, the usage, ``PROG: error: MESSAGE`` and a pointer to ``--help``,
-    then exits with status 2 (as argparse does)."""
+    then exits with status 2 (as argparse does).
+
+    The argument groups of dataclass fields (:func:`add_dataclass_arguments`: the EnvConfig and VDNConfig
+    groups, dozens of flags) are *brief* in ``--help``: their flags by name only, under the group's title;
+    ``--help-all`` prints every flag with its description (``format_help()`` returns that full text)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("usage", "%(prog)s [options]")
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.brief_groups: list[argparse._ArgumentGroup] = []
 
     def error(self, message: str) -> typing.NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\nTry '{self.prog} --help' for more information.\n")
+
+    def add_brief_group(self, title: str, description: str | None = None) -> argparse._ArgumentGroup:
+        """An argument group listed by flag names only in ``--help``; the first one adds ``--help-all``."""
+        if not self.brief_groups:
+            self.add_argument("--help-all", action=_HelpAllAction,
+                              help="show every flag with its description (--help lists the configuration "
+                                   "groups' flags by name only)")
+        group = self.add_argument_group(title, description)
+        self.brief_groups.append(group)
+        return group
+
+    def format_brief_help(self, width: int = 100) -> str:
+        """``--help``'s text: the full help of the command's own flags, the brief groups' flag names."""
+        if not self.brief_groups:
+            return self.format_help()
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        formatter.add_text(self.description)
+        for group in self._action_groups:
+            formatter.start_section(group.title)
+            if group in self.brief_groups:
+                names = " ".join(a.option_strings[0] for a in group._group_actions)
+                formatter.add_text(textwrap.fill(names, width, break_on_hyphens=False))
+            else:
+                formatter.add_text(group.description)
+                formatter.add_arguments(group._group_actions)
+            formatter.end_section()
+        formatter.add_text(f"Each flag's description: {self.prog} --help-all")
+        return formatter.format_help()
+
+    def print_help(self, file=None) -> None:
+        self._print_message(self.format_brief_help(), file)
+
+
+class _HelpAllAction(argparse.Action):
+    """``--help-all``: print the full help (every flag's description) and exit."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(parser.format_help())
+        parser.exit()
 
 
 def _flag_type(hint):
@@ -75,7 +124,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
         title = group or f"{cls.__name__} fields"
         if title not in groups:  # a class without groups is described by its docstring's first line
             summary = None if group else (cls.__doc__ or "").strip().split("\n")[0]
-            groups[title] = parser.add_argument_group(title, summary)
+            add_group = parser.add_brief_group if isinstance(parser, FlagParser) else parser.add_argument_group
+            groups[title] = add_group(title, summary)
         kwargs = {"dest": prefix.replace("-", "_") + f.name, "default": None,
                   "help": field_help(f, (allowed or {}).get(f.name))}
         if hints[f.name] is bool:
@@ -170,10 +220,19 @@ def check_options_used(config: EnvConfig) -> None:
 
 def env_config_from_args(args: argparse.Namespace, base: EnvConfig | None = None) -> EnvConfig:
     """The validated :class:`EnvConfig` of the parsed flags: ``base`` (default :class:`EnvConfig`), then
-    the ``--preset`` fields, then the flags given (component options included)."""
+    the ``--preset`` fields, then the flags given (component options included). When ``--clients-per-round``
+    is not given, it is at most ``--num-clients`` (``--num-clients 5`` alone gives 5 candidates, not a refusal
+    of the default 10).
+
+    Raises:
+        ValueError: a field's value is not allowed (:meth:`EnvConfig.validate`).
+    """
     if getattr(args, "preset", None):
         base = apply_preset(args.preset, base)
-    return component_options_from_args(args, dataclass_from_args(EnvConfig, args, base)).validate()
+    config = dataclass_from_args(EnvConfig, args, base)
+    if getattr(args, "clients_per_round", None) is None and 1 <= config.num_clients < config.clients_per_round:
+        config = dataclasses.replace(config, clients_per_round=config.num_clients)
+    return component_options_from_args(args, config).validate()
 
 
 def load_config_file(path: str | Path) -> dict:

@@ -147,7 +147,8 @@ class EnvConfig:
         "candidates drawn per round among the online clients, in [1, num_clients]; the agents choose "
         "which of them upload. Named as LEAF's and FedAvg's sampled clients per round. Our default 10 = "
         "num_clients: every client is a candidate every round (FedMarl's agents choose among 10 candidates, "
-        "arXiv 2201.02932 p. 7, Fig. 6; FedCM samples 8 of 20, arXiv 2012.03270 Tables 3-5)"))
+        "arXiv 2201.02932 p. 7, Fig. 6; FedCM samples 8 of 20, arXiv 2012.03270 Tables 3-5). On the command "
+        "line, when not given, it is at most --num-clients"))
     num_rounds: int = _field(20, FEDERATION, (
         "FL rounds T per episode, >= 1; the episode is truncated after them (our default)"))
 
