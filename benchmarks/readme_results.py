@@ -1,4 +1,5 @@
-"""Regenerate the tables of README's "Results on the default federation" from scratch.
+"""Regenerate the results tables of the default federation from scratch: the documentation's results page
+(docs/results/default.md) and README's headline table.
 
     python benchmarks/readme_results.py                 # train the default run (about 10 min on 2 cores), evaluate
     python benchmarks/readme_results.py --checkpoint runs/default/checkpoint.pt --write
@@ -8,9 +9,9 @@ Trains the default run (``python train_agents.py --run-dir OUT/run``) unless ``-
 evaluates it next to every fixed policy (``python evaluate.py --checkpoint ... --policies all --episodes
 5 --out OUT/eval``) and prints the README markdown: the summary table (mean +- std over evaluation
 seeds, with each policy's probing mode, upload, download and both) and the per-seed table (final test
-accuracy / team return), with the
-git commit that produced them. ``--write`` replaces the README text between the markers
-``<!-- results:start -->`` and ``<!-- results:end -->`` with it.
+accuracy / team return), with the git commit that produced them. ``--write`` replaces the results page's
+text between the markers ``<!-- results:start -->`` and ``<!-- results:end -->`` with it, and README's text
+between ``<!-- headline:start -->`` and ``<!-- headline:end -->`` with the summary table.
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fedenv.fileio import atomic_write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
 FORMATS = {"final_accuracy": "{:.4f}", "total_latency_s": "{:.1f}", "total_upload_mb": "{:.1f}",
            "total_download_mb": "{:.1f}", "total_traffic_mb": "{:.1f}", "team_return": "{:.4f}"}
 """The summary table's columns (results.json metric names) and their number formats."""
@@ -101,16 +105,30 @@ def results_markdown(document: dict, commit: str, command: str) -> str:
         f"Per seed ({seeds[0]}-{seeds[-1]}), final accuracy / team return:", "", per_seed_table(document)])
 
 
-def replace_between_markers(text: str, block: str) -> str:
-    """``text`` with everything between :data:`START` and :data:`END` replaced by ``block``.
+def replace_between_markers(text: str, block: str, start_marker: str = START, end_marker: str = END) -> str:
+    """``text`` with everything between ``start_marker`` and ``end_marker`` replaced by ``block``.
 
     Raises:
         ValueError: a marker is missing, or they are out of order.
     """
-    start, end = text.find(START), text.find(END)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"README has no {START} ... {END} markers around the results tables")
-    return text[:start + len(START)] + "\n" + block + "\n" + text[end:]
+        raise ValueError(f"no {start_marker} ... {end_marker} markers around the results tables")
+    return text[:start + len(start_marker)] + "\n" + block + "\n" + text[end:]
+
+
+def write_between_markers(path: Path, block: str, start_marker: str, end_marker: str) -> None:
+    """Replace the text between the markers of file ``path`` by ``block``, atomically.
+
+    Raises:
+        ValueError: ``path`` lacks the markers (naming the file). FileNotFoundError: no such file.
+    """
+    try:
+        text = replace_between_markers(path.read_text(), block, start_marker, end_marker)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
+    atomic_write_text(path, text)
+    print(f"wrote {path}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,8 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="folder for the run (OUT/run) and the evaluation (OUT/eval) "
                              "(default: a new temporary folder)")
-    parser.add_argument("--write", action="store_true", help="replace the tables in --readme between the markers")
-    parser.add_argument("--readme", default=str(ROOT / "README.md"), metavar="FILE", help="(default: %(default)s)")
+    parser.add_argument("--write", action="store_true",
+                        help="replace the tables of --page and the headline table of --readme between their markers")
+    parser.add_argument("--page", default=str(ROOT / "docs" / "results" / "default.md"), metavar="FILE",
+                        help="results page with the results:start / results:end markers (default: %(default)s)")
+    parser.add_argument("--readme", default=str(ROOT / "README.md"), metavar="FILE",
+                        help="README with the headline:start / headline:end markers (default: %(default)s)")
     return parser
 
 
@@ -137,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def regenerate(args: argparse.Namespace) -> int:
-    """Train (unless ``args.checkpoint``), evaluate, print the README block and, with ``args.write``, write it."""
+    """Train (unless ``args.checkpoint``), evaluate, print the results block and, with ``args.write``, write it
+    to the results page and its summary table to README's headline."""
     out = Path(args.out or tempfile.mkdtemp(prefix="readme-results-"))
     if args.checkpoint:
         checkpoints = [str(Path(p).resolve()) for p in args.checkpoint]  # the commands run in the repository root
@@ -157,10 +180,23 @@ def regenerate(args: argparse.Namespace) -> int:
     block = results_markdown(document, git_commit(), command)
     print(block)
     if args.write:
-        readme = Path(args.readme)
-        readme.write_text(replace_between_markers(readme.read_text(), block))
-        print(f"wrote {readme}")
+        write_blocks(args, block, document)
     return 0
+
+
+def write_blocks(args: argparse.Namespace, block: str, document: dict) -> None:
+    """Write ``block`` between the markers of ``args.page`` and ``document``'s summary table between the
+    headline markers of ``args.readme``; both files are checked for their markers before either is written.
+
+    Raises:
+        ValueError: a file lacks its markers. FileNotFoundError: no such file.
+    """
+    page, readme = Path(args.page), Path(args.readme)
+    for path, marker in ((page, START), (readme, HEADLINE_START)):
+        if marker not in path.read_text():
+            raise ValueError(f"{path} has no {marker} marker")
+    write_between_markers(page, block, START, END)
+    write_between_markers(readme, summary_table(document), HEADLINE_START, HEADLINE_END)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ class FlagParser(argparse.ArgumentParser):
         return formatter.format_help()
 
     def print_help(self, file=None) -> None:
-        self._print_message(self.format_brief_help(), file)
+        self._print_message(self.format_brief_help(), file or sys.stdout)
 
 
 class _HelpAllAction(argparse.Action):
@@ -88,7 +88,7 @@ class _HelpAllAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser._print_message(parser.format_help())
+        parser._print_message(parser.format_help(), sys.stdout)
         parser.exit()
 
 

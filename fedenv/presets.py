@@ -4,11 +4,11 @@ Table 2) as :class:`~fedenv.config.EnvConfig` overrides.
 Each preset has 100 clients with 10 candidates per round and 5 local epochs ("60 samples and five
 epochs" in the paper's latency breakdown), on the paper's task:
 
-``mnist-lenet``       LeNet-5 on full MNIST, ``fedmarl`` partition.
-``fmnist-resnet18``   ResNet-18 (BatchNorm per client, averaged by the aggregation) on Fashion-MNIST.
-``cifar10-vgg``       FedMarl's VGG6 on CIFAR-10, ``fedmarl`` partition.
-``shakespeare-lstm``  LEAF's next-character LSTM on Shakespeare, one client per speaking role
-                      (``natural`` partition).
+- ``mnist-lenet``: LeNet-5 on full MNIST, ``fedmarl`` partition.
+- ``fmnist-resnet18``: ResNet-18 (BatchNorm per client, averaged by the aggregation) on Fashion-MNIST.
+- ``cifar10-vgg``: FedMarl's VGG6 on CIFAR-10, ``fedmarl`` partition.
+- ``shakespeare-lstm``: LEAF's next-character LSTM on Shakespeare, one client per speaking role
+  (``natural`` partition).
 
 Every dataset but the embedded one is read from ``--data-root`` (see :mod:`fedenv.data`). The reward
 weights stay the default federation's; recalibrate them for a preset with

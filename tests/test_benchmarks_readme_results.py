@@ -34,9 +34,11 @@ def table_rows(block: str, header: str) -> dict[str, list[str]]:
 
 
 def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"before\n{readme_results.START}\nold tables\n{readme_results.END}\nafter\n")
-    assert readme_results.main(["--quick", "--out", str(tmp_path / "out"), "--write", "--readme", str(readme)]) == 0
+    page, readme = tmp_path / "default.md", tmp_path / "README.md"
+    page.write_text(f"before\n{readme_results.START}\nold tables\n{readme_results.END}\nafter\n")
+    readme.write_text(f"intro\n{readme_results.HEADLINE_START}\nold headline\n{readme_results.HEADLINE_END}\nlinks\n")
+    assert readme_results.main(["--quick", "--out", str(tmp_path / "out"), "--write", "--page", str(page),
+                                "--readme", str(readme)]) == 0
     block = capsys.readouterr().out
     document = json.loads((tmp_path / "out" / "eval" / "results.json").read_text())
     summary = table_rows(block, "| policy | probing | final test accuracy")
@@ -60,9 +62,26 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
             accuracy, team_return = (float(x) for x in cell.split(" / "))
             assert accuracy == pytest.approx(episode["final_accuracy"], abs=5e-4)
             assert team_return == pytest.approx(episode["team_return"], abs=5e-4)
-    written = readme.read_text()
+    written = page.read_text()
     assert written.startswith("before\n") and written.endswith(f"{readme_results.END}\nafter\n")
-    assert "old tables" not in written and "| fastest | off |" in written
+    assert "old tables" not in written and "| fastest | off |" in written and "| policy | probing | 1000 |" in written
+    # README's headline: the summary table alone, the same rows as the page's
+    headline = readme.read_text()
+    assert headline.startswith("intro\n") and headline.endswith(f"{readme_results.HEADLINE_END}\nlinks\n")
+    assert "old headline" not in headline and "| policy | probing | 1000 |" not in headline
+    assert table_rows(headline, "| policy | probing | final accuracy") == summary
+
+
+def test_write_refuses_before_writing_anything_when_a_file_lacks_its_markers(tmp_path):
+    page, readme = tmp_path / "default.md", tmp_path / "README.md"
+    page.write_text(f"{readme_results.START}\nold\n{readme_results.END}\n")
+    readme.write_text("no headline markers\n")
+    args = readme_results.build_parser().parse_args(["--checkpoint", "unused.pt", "--write", "--page", str(page),
+                                                     "--readme", str(readme)])
+    document = {"summary": [], "episodes": {}}
+    with pytest.raises(ValueError, match=r"README\.md has no <!-- headline:start --> marker"):
+        readme_results.write_blocks(args, "new block", document)
+    assert page.read_text() == f"{readme_results.START}\nold\n{readme_results.END}\n"
 
 
 def test_replacing_without_markers_is_an_error():

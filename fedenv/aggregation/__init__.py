@@ -1,20 +1,20 @@
 """Server aggregation rules on stacked client models (``EnvConfig.aggregation``; registered in
 :data:`fedenv.registry.AGGREGATION_RULES`).
 
-``fedavg``  :class:`~.fedavg.FedAvg`, weights ``n_k / sum_{j in S_t} n_j`` (McMahan et al., AISTATS 2017).
-``fedpdp``  :class:`~.fedpdp.FedPdp`, FedCM's Table 1 form of FedAvg with partial device participation
-            (Li et al., ICLR 2020): ``w = sum_{k in S_t} p_k |S| / |S_t| w_k`` with
-            ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``, renormalised to sum to 1 (our default:
-            then FedAvg's weights); its option ``unnormalised`` keeps the literal form, which sums to
-            1 only in expectation.
-``fedca``   :class:`~.fedca.FedCA`, combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep
-            the subset ``S_opt`` of uploads whose averaged logits score best on the server's validation
-            split, then the FedPdp form over ``S_opt`` (renormalised likewise).
-``fedadp``  :class:`~.fedadp.FedAdp`, adaptive weighting (Wu and Wang, arXiv 2012.00661): weights from
-            the smoothed angle between each client's update and the data-weighted mean update, through a
-            Gompertz function.
-``trimmed-mean``, ``median``  :class:`~.trimmed_mean.TrimmedMean`, :class:`~.trimmed_mean.Median`:
-            coordinate-wise robust aggregation (Yin et al., ICML 2018; Flower's FedTrimmedAvg, FedMedian).
+- ``fedavg``: :class:`~.fedavg.FedAvg`, weights ``n_k / sum_{j in S_t} n_j`` (McMahan et al., AISTATS 2017).
+- ``fedpdp``: :class:`~.fedpdp.FedPdp`, FedCM's Table 1 form of FedAvg with partial device participation
+  (Li et al., ICLR 2020): ``w = sum_{k in S_t} p_k |S| / |S_t| w_k`` with
+  ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``, renormalised to sum to 1 (our default:
+  then FedAvg's weights); its option ``unnormalised`` keeps the literal form, which sums to
+  1 only in expectation.
+- ``fedca``: :class:`~.fedca.FedCA`, combinatorial averaging (Kim et al., arXiv 2012.03270, Eq. 4-5): keep
+  the subset ``S_opt`` of uploads whose averaged logits score best on the server's validation
+  split, then the FedPdp form over ``S_opt`` (renormalised likewise).
+- ``fedadp``: :class:`~.fedadp.FedAdp`, adaptive weighting (Wu and Wang, arXiv 2012.00661): weights from
+  the smoothed angle between each client's update and the data-weighted mean update, through a
+  Gompertz function.
+- ``trimmed-mean``, ``median``: :class:`~.trimmed_mean.TrimmedMean`, :class:`~.trimmed_mean.Median`:
+  coordinate-wise robust aggregation (Yin et al., ICML 2018; Flower's FedTrimmedAvg, FedMedian).
 
 Every weighted rule's weights sum to 1 over the uploads it keeps (FedPdp and FedCA only stray from this
 when their option ``unnormalised`` asks for the papers' literal form). A rule's options are a dataclass

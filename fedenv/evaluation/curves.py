@@ -1,8 +1,8 @@
 """The training curve of a VDN run from its TensorBoard logs, against the fixed policies' held-out means.
 
     python -m fedenv.evaluation.curves runs/<run> --reference results/<eval>/results.json
-    python -m fedenv.evaluation.curves runs/<run> --reference results/<eval>/results.json --smooth 20 \\
-        --reference-policies fedavg,oort --out curve.png
+    python -m fedenv.evaluation.curves runs/<run> --reference results/<eval>/results.json --smooth 20
+    python -m fedenv.evaluation.curves runs/<run> --reference results/<eval>/results.json --out curve.png
 
 Two panels, team return and final test accuracy against training episodes: every training episode
 (``charts/episodic_return``, ``fl/final_accuracy``), optionally smoothed by a trailing moving average

@@ -1,4 +1,4 @@
-"""The client-selection environment as a BenchMARL task (optional extra ``[torchrl]``).
+"""The client-selection environment as a BenchMARL task (optional extra ``[torchrl]``). An experiment::
 
     from benchmarl.algorithms import VdnConfig
     from benchmarl.experiment import Experiment, ExperimentConfig

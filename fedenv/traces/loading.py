@@ -2,25 +2,25 @@
 
 Every value must lie in a physical range (:data:`PHYSICAL_RANGES`, bounds inclusive):
 
-=================================  ==================  =====================================================
-field                              range               why
-=================================  ==================  =====================================================
-``train_ms_per_sample``            1e-6 .. 1e6 ms      1 ns per sample is faster than any device trains even
-                                                       a tiny model; 1000 s per sample is slower than any
-                                                       device federated learning runs on
-``upload_kbps``, ``download_kbps`` 1 .. 1e7 kbit/s     below 1 kbit/s no model can be moved (GPRS gives tens
-                                                       of kbit/s); 10 Gbit/s is above the peak rate of any
-                                                       device's link (5G, Wi-Fi 6)
-``compute_factor``                 0.01 .. 100         a per-round multiplier of the typical speed: FLASH
-                                                       measured 1 % to 6 % variation (Yang et al., WWW 2021),
-                                                       throttling slows a phone a few times; 100x either way
-                                                       is a unit mistake, not variation
-``availability.period_s``          1 .. 1e8 s          availability is recorded in whole seconds (FedScale's
-                                                       client_behave_trace); 1e8 s is about three years
-``availability.online``            0 .. ``period_s``   intervals ``[start_s, end_s]`` with start <= end
-``reference_model.macs_per_sample`` 1 .. 1e15 (int)    a forward pass of a billion-parameter model over 1000
-                                                       tokens is about 1e12 multiply-accumulates
-=================================  ==================  =====================================================
+===================================  ==================  =====================================================
+field                                range               why
+===================================  ==================  =====================================================
+``train_ms_per_sample``              1e-6 .. 1e6 ms      1 ns per sample is faster than any device trains even
+                                                         a tiny model; 1000 s per sample is slower than any
+                                                         device federated learning runs on
+``upload_kbps``, ``download_kbps``   1 .. 1e7 kbit/s     below 1 kbit/s no model can be moved (GPRS gives tens
+                                                         of kbit/s); 10 Gbit/s is above the peak rate of any
+                                                         device's link (5G, Wi-Fi 6)
+``compute_factor``                   0.01 .. 100         a per-round multiplier of the typical speed: FLASH
+                                                         measured 1 % to 6 % variation (Yang et al., WWW 2021),
+                                                         throttling slows a phone a few times; 100x either way
+                                                         is a unit mistake, not variation
+``availability.period_s``            1 .. 1e8 s          availability is recorded in whole seconds (FedScale's
+                                                         client_behave_trace); 1e8 s is about three years
+``availability.online``              0 .. ``period_s``   intervals ``[start_s, end_s]`` with start <= end
+``reference_model.macs_per_sample``  1 .. 1e15 (int)     a forward pass of a billion-parameter model over 1000
+                                                         tokens is about 1e12 multiply-accumulates
+===================================  ==================  =====================================================
 
 With every value in range, a trained model of up to 1e10 MACs per sample and 1e10 bits, and up to 1e6
 samples per round, the longest latency (1e6 ms x 100 x 1e10 x 1e6 / 1000 = 1e27 s) and the shortest

@@ -2,7 +2,7 @@
 
 A gradient function may bring its own step (the attribute ``sgd_step``, a :class:`StepFn`) that
 applies the update as it goes: per chunk of clients on a CPU (:mod:`.cpu_chunks`), or fused into the
-weight-gradient matrix products of the MLP (:mod:`.mlp`); :func:`sgd_step_of` picks it, else it
+weight-gradient matrix products of the MLP (:mod:`fedenv.engine.grad_fns.mlp`); :func:`sgd_step_of` picks it, else it
 computes the gradients and applies :func:`sgd_update`.
 """
 
