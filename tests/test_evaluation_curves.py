@@ -12,7 +12,9 @@ from agents.trainer import train_vdn
 from fedenv.evaluation import EpisodeRecord, write_results
 from fedenv.evaluation.curves import (
     Curve,
+    describe_reaching,
     first_episode_reaching,
+    first_episode_staying,
     main,
     moving_average,
     plot_training_curve,
@@ -95,6 +97,18 @@ def test_first_episode_reaching():
     assert first_episode_reaching(curve, 1.0) is None
 
 
+def test_first_episode_staying_is_the_one_after_the_last_below():
+    curve = Curve(np.array([1, 2, 3, 4]), np.array([0.6, 0.5, 0.4, 0.9]))
+    assert first_episode_staying(curve, 0.5) == 4    # first reached at episode 1, below at episode 3
+    assert first_episode_staying(curve, 0.3) == 1    # never below
+    assert first_episode_staying(curve, 0.95) is None  # below at the end
+    assert describe_reaching(curve, 0.5) == "first at episode 1, at or above from episode 4 on"
+    assert describe_reaching(curve, 0.7) == "first at episode 4, at or above from episode 4 on"
+    assert describe_reaching(Curve(np.array([1, 2]), np.array([0.9, 0.1])), 0.5) == \
+        "first at episode 1, below it at the last episode"
+    assert describe_reaching(curve, 0.95) == "never"
+
+
 def results_json(tmp_path):
     """An evaluate.py results.json of fedavg, random and vdn on two seeds, with known per-episode values."""
     def record(policy, seed, rewards, final_accuracy, checkpoint=None):
@@ -153,11 +167,12 @@ def test_the_command_writes_the_figure_and_says_when_each_baseline_is_reached(tm
     assert out.read_bytes()[:8] == PNG
     printed = capsys.readouterr().out
     # fedavg's mean return is 1.875: the moving average over 2 episodes (1.0, 1.5, 2.5) reaches it at episode 3
-    assert "fedavg team return 1.875: reached by training (moving average over 2) from episode 3; " \
-           "validation from episode 2" in printed
-    assert "fedavg final test accuracy 0.85: reached by training (moving average over 2) never; " \
+    assert "fedavg team return 1.875: training (moving average over 2) first at episode 3, at or above from " \
+           "episode 3 on; validation first at episode 2, at or above from episode 2 on" in printed
+    assert "fedavg final test accuracy 0.85: training (moving average over 2) never; " \
            "validation never" in printed  # (0.5, 0.625, 0.8125) and 0.75
-    assert "random final test accuracy 0.6: reached by training (moving average over 2) from episode 2" in printed
+    assert "random final test accuracy 0.6: training (moving average over 2) first at episode 2, at or above " \
+           "from episode 2 on" in printed
     assert not list(out.parent.glob(".*.tmp"))  # written atomically: no temporary file left
 
 

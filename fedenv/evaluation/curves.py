@@ -9,7 +9,9 @@ Two panels, team return and final test accuracy against training episodes: every
 over ``--smooth`` episodes, the validation means of the greedy policy (``eval/team_return``,
 ``eval/final_accuracy``) when the run logged them, and one horizontal line per fixed policy at its mean
 over the held-out seeds of an ``evaluate.py`` ``results.json`` (``--reference``). The printed lines say
-at which episode each curve first reaches each policy's mean.
+at which episode each curve first reaches each policy's mean and from which episode on it stays at or
+above it: early training episodes explore (epsilon near 1 selects about half the candidates at random),
+so a first reach at episode 1 says what exploring scores, not that no training was needed.
 
 The logs' x-axis is FL rounds played (``agents/tensorboard_log.py``); episodes are counted from the
 events instead: the n-th ``charts/episodic_return`` event is training episode n, and a validation logged
@@ -158,6 +160,27 @@ def first_episode_reaching(curve: Curve, level: float) -> int | None:
     return int(curve.episodes[reached[0]]) if len(reached) else None
 
 
+def first_episode_staying(curve: Curve, level: float) -> int | None:
+    """The episode from which ``curve`` stays at or above ``level`` to its end: the one after its last
+    episode below ``level`` (its first episode if it is never below; None if its last episode is below)."""
+    below = np.flatnonzero(curve.values < level)
+    if not len(below):
+        return int(curve.episodes[0])
+    return int(curve.episodes[below[-1] + 1]) if below[-1] + 1 < len(curve.values) else None
+
+
+def describe_reaching(curve: Curve, level: float) -> str:
+    """``first at episode A, at or above from episode B on``; ``first at episode A, below it at the last
+    episode``; or ``never``."""
+    first = first_episode_reaching(curve, level)
+    if first is None:
+        return "never"
+    staying = first_episode_staying(curve, level)
+    if staying is None:
+        return f"first at episode {first}, below it at the last episode"
+    return f"first at episode {first}, at or above from episode {staying} on"
+
+
 def plot_training_curve(curves: TrainingCurves, path: str | Path, references: dict | None = None,
                         smooth: int = 1) -> Path:
     """Write the two-panel PNG (team return, final test accuracy against training episodes) to ``path``
@@ -207,18 +230,17 @@ def plot_training_curve(curves: TrainingCurves, path: str | Path, references: di
 
 
 def crossing_lines(curves: TrainingCurves, references: dict, smooth: int) -> list[str]:
-    """One line per reference policy and metric: the first episode at which the (smoothed) training curve
-    and the validation curve reach the policy's mean."""
+    """One line per reference policy and metric: when the (smoothed) training curve and the validation
+    curve first reach the policy's mean, and from which episode on they stay at or above it
+    (:func:`describe_reaching`)."""
     lines = []
     for name, means in references.items():
         for metric, label in METRICS.items():
             found = {"training" + (f" (moving average over {smooth})" if smooth > 1 else ""):
-                     first_episode_reaching(smoothed(curves.training[metric], smooth), means[metric])}
+                     describe_reaching(smoothed(curves.training[metric], smooth), means[metric])}
             if metric in curves.validation:
-                found["validation"] = first_episode_reaching(curves.validation[metric], means[metric])
-            reached = "; ".join(f"{k} {'from episode ' + str(v) if v is not None else 'never'}"
-                                for k, v in found.items())
-            lines.append(f"{name} {label} {means[metric]:.4g}: reached by {reached}")
+                found["validation"] = describe_reaching(curves.validation[metric], means[metric])
+            lines.append(f"{name} {label} {means[metric]:.4g}: " + "; ".join(f"{k} {v}" for k, v in found.items()))
     return lines
 
 
