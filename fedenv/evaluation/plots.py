@@ -3,9 +3,15 @@ and traffic (upload and download together), with the Pareto fronts) and ``learni
 accuracy per round, test accuracy over simulated time, cumulative upload, download and traffic per
 round).
 
-Every policy keeps one colour and one marker in both figures. The learned policy (``vdn``) and FedAvg
-are drawn bold, the other policies thin and lighter. Each axis has one scale: linear, or logarithmic
-(said in its label) when its values span more than :data:`LOG_SPAN`.
+Every policy keeps one colour and one marker in both figures, a distinct pair for each of any number of
+policies (distinct markers up to ``len(MARKERS)``). The learned policy (``vdn``) and FedAvg are drawn
+bold, with black edges and their names beside their markers; the other policies thinner and lighter.
+Markers that would overlap (policies with the same cost and nearly the same accuracy, as every
+select-all baseline) are spread sideways by a few points (:func:`overlap_offsets`), and the curves'
+markers are staggered so that coinciding lines still show each policy's marker. Each cost axis has one
+scale: linear, or logarithmic (said in its label) when its values span more than :data:`LOG_SPAN`.
+Accuracy axes span the data; the accuracy-per-round panel adds an inset zoomed to the last rounds,
+where the policies' accuracies differ by a point or less.
 """
 
 from __future__ import annotations
@@ -21,19 +27,57 @@ from fedenv.fileio import atomic_write
 
 EMPHASISED = ("vdn", "fedavg")
 """Policies drawn bold: the learned policy and the baseline everything is measured against."""
-MARKERS = "osD^vP*Xh<>p"
+MARKERS = "osD^vP*Xh<>pd8H"
+"""Marker of the i-th policy (cycled beyond their number)."""
+OVERLAP = 0.03
+"""Two summary markers overlap when they are closer than this fraction of both axes' data spans."""
+OFFSET_PT = 7.0
+"""Sideways spacing, in points, of markers spread apart by :func:`overlap_offsets`."""
+ZOOM_ROUNDS = 1 / 3
+"""The accuracy-per-round inset shows this last fraction of the rounds."""
 LOG_SPAN = 30.0
 """An axis is logarithmic when its largest positive value exceeds its smallest by more than this factor."""
 
 
 def policy_styles(names: list[str]) -> dict[str, dict]:
-    """``name -> {"color", "marker"}``: tab10's colours (tab20's beyond ten policies) and a distinct
-    marker each, in the order of ``names``."""
+    """``name -> {"color", "marker"}`` in the order of ``names``: tab10's colours, cycled, and
+    :data:`MARKERS`, cycled; as ten colours and fifteen markers cycle together, no two of the first 30
+    policies share both colour and marker, and no two of the first 15 share a marker."""
     import matplotlib
 
-    colours = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"].colors
+    colours = matplotlib.colormaps["tab10"].colors
     return {name: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)]}
             for i, name in enumerate(names)}
+
+
+def overlap_offsets(xs, ys, log_x: bool = False, tolerance: float = OVERLAP) -> np.ndarray:
+    """Sideways offsets (in units of :data:`OFFSET_PT`) that spread overlapping markers apart.
+
+    Points are grouped greedily, in order: a point joins the first group whose first point is within
+    ``tolerance`` of it in both coordinates, each coordinate as a fraction of its data span (the x span
+    in log10 when ``log_x``). The n points of a group get offsets ``j - (n - 1) / 2``, ``j = 0 .. n - 1``;
+    a point alone gets 0.
+
+    Args:
+        xs, ys: the markers' positions, shape ``(n,)``.
+
+    Returns:
+        shape ``(n,)``.
+    """
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if log_x:
+        xs = np.log10(np.clip(xs, 1e-12, None))
+    span_x, span_y = np.ptp(xs) if len(xs) else 0.0, np.ptp(ys) if len(ys) else 0.0
+    sx, sy = xs / (span_x or 1.0), ys / (span_y or 1.0)
+    groups: list[list[int]] = []
+    for i in range(len(xs)):
+        group = next((g for g in groups if abs(sx[g[0]] - sx[i]) < tolerance and abs(sy[g[0]] - sy[i]) < tolerance),
+                     None)
+        group.append(i) if group is not None else groups.append([i])
+    offsets = np.zeros(len(xs))
+    for group in groups:
+        offsets[group] = np.arange(len(group)) - (len(group) - 1) / 2
+    return offsets
 
 
 def pareto_front(costs, accuracies) -> list[int]:
@@ -50,10 +94,14 @@ def pareto_front(costs, accuracies) -> list[int]:
     return sorted(front, key=lambda i: (costs[i], accuracies[i]))
 
 
-def _set_scale(ax, values, label: str) -> None:
+def _is_log(values) -> bool:
     values = np.asarray(values, dtype=float)
     positive = values[values > 0]
-    if len(positive) and positive.max() > LOG_SPAN * positive.min():
+    return bool(len(positive)) and positive.max() > LOG_SPAN * positive.min()
+
+
+def _set_scale(ax, values, label: str) -> None:
+    if _is_log(values):
         from matplotlib.ticker import NullFormatter
 
         ax.set_xscale("log")
@@ -63,18 +111,29 @@ def _set_scale(ax, values, label: str) -> None:
 
 
 def _summary_panel(ax, rows: list[dict], metric: str, label: str, styles: dict) -> None:
+    from matplotlib.transforms import ScaledTranslation
+
     costs = [row[f"{metric}_mean"] for row in rows]
     accuracies = [row["final_accuracy_mean"] for row in rows]
     front = pareto_front(costs, accuracies)
+    offsets = overlap_offsets(costs, accuracies, log_x=_is_log(costs))
+    shifts = [ax.transData + ScaledTranslation(offset * OFFSET_PT / 72, 0, ax.figure.dpi_scale_trans)
+              for offset in offsets]
     ax.plot([costs[i] for i in front], [accuracies[i] for i in front], "--", color="0.35", lw=1.2, zorder=1)
-    ax.scatter([costs[i] for i in front], [accuracies[i] for i in front], s=330, facecolors="none",
-               edgecolors="0.35", lw=1.2, zorder=1)
-    for row in rows:
+    for i in front:  # the ring moves with its marker
+        ax.scatter([costs[i]], [accuracies[i]], s=330, facecolors="none", edgecolors="0.35", lw=1.2, zorder=1,
+                   transform=shifts[i])
+    for row, shift in zip(rows, shifts):
         bold = row["policy"] in EMPHASISED
         ax.errorbar(row[f"{metric}_mean"], row["final_accuracy_mean"], xerr=row[f"{metric}_std"],
-                    yerr=row["final_accuracy_std"], fmt=styles[row["policy"]]["marker"], ms=11 if bold else 9,
-                    color=styles[row["policy"]]["color"], mec="black" if bold else "white", mew=0.8 if bold else 0.4,
-                    elinewidth=1.0, capsize=3, zorder=3 if bold else 2)
+                    yerr=row["final_accuracy_std"], fmt=styles[row["policy"]]["marker"], ms=12 if bold else 8,
+                    color=styles[row["policy"]]["color"], mec="black" if bold else "white", mew=1.2 if bold else 0.4,
+                    elinewidth=1.6 if bold else 0.8, capsize=3, alpha=1.0 if bold else 0.85,
+                    zorder=4 if bold else 2, transform=shift)
+        if bold:
+            ax.annotate(row["policy"], (row[f"{metric}_mean"], row["final_accuracy_mean"]), xycoords=shift,
+                        xytext=(9, 7), textcoords="offset points", fontweight="bold", zorder=5,
+                        color=styles[row["policy"]]["color"])
     _set_scale(ax, costs, label)
     ax.grid(alpha=0.3)
 
@@ -109,28 +168,66 @@ def plot_summary(rows: list[dict], seeds: int, path: Path) -> None:
                           label="Pareto front: no other policy is\nboth more accurate and cheaper"))
     fig.legend(handles=handles, loc="center right", frameon=False, fontsize="small")
     fig.text(0.01, 0.01, f"Marker: mean over {seeds} evaluation seeds (the same seeds for every policy); error bars: "
-             "+-1 std over those seeds. Bold markers: the learned policy and FedAvg.", fontsize="small")
-    fig.tight_layout(rect=(0, 0.02, 0.8, 1))
+             "+-1 std over those seeds.\nBold, named: the learned policy and FedAvg. Markers that would overlap "
+             f"are spread sideways by {OFFSET_PT:g} pt each (their rings with them).", fontsize="small")
+    fig.tight_layout(rect=(0, 0.07, 0.8, 1))
     atomic_write(path, partial(fig.savefig, format="png", dpi=110))
     plt.close(fig)
 
 
 def _line_style(name: str, styles: dict) -> dict:
     bold = name in EMPHASISED
-    return {"color": styles[name]["color"], "marker": styles[name]["marker"], "lw": 2.4 if bold else 1.0,
-            "alpha": 1.0 if bold else 0.55, "ms": 6 if bold else 4, "zorder": 3 if bold else 2}
+    return {"color": styles[name]["color"], "marker": styles[name]["marker"], "lw": 2.6 if bold else 1.1,
+            "alpha": 1.0 if bold else 0.7, "ms": 7 if bold else 5, "mec": "black" if bold else "white",
+            "mew": 0.8 if bold else 0.3, "zorder": 3 if bold else 2}
+
+
+def _markevery(index: int, points: int) -> tuple[int, int]:
+    """Markers on every ``step``-th point, starting at ``index mod step``: policies whose lines coincide
+    show their markers at different points."""
+    step = max(1, points // 6)
+    return index % step, step
 
 
 def _curve_panel(ax, x: dict, y: dict, styles: dict) -> None:
     """One line per policy: ``x[name]``, ``y[name]`` are ``(seeds, points)`` arrays; the mean is drawn,
-    with a +-1 std band over seeds for the emphasised policies."""
-    for name in y:
+    with a +-1 std band over seeds for the emphasised policies; markers staggered (:func:`_markevery`)."""
+    for i, name in enumerate(y):
         xs, ys = x[name].mean(axis=0), y[name].mean(axis=0)
-        ax.plot(xs, ys, label=name, markevery=max(1, len(xs) // 8), **_line_style(name, styles))
+        ax.plot(xs, ys, label=name, markevery=_markevery(i, len(xs)), **_line_style(name, styles))
         if name in EMPHASISED:
             std = y[name].std(axis=0)
             ax.fill_between(xs, ys - std, ys + std, color=styles[name]["color"], alpha=0.15, lw=0)
     ax.grid(alpha=0.3)
+
+
+def zoom_limits(y: dict, first: int, margin: float = 0.1) -> tuple[float, float]:
+    """y-limits covering every policy's mean from point ``first`` on, and the +-1 std bands of the
+    emphasised policies, widened by ``margin`` of their span on each side (``y[name]``: ``(seeds, points)``)."""
+    low, high = np.inf, -np.inf
+    for name, values in y.items():
+        mean = values.mean(axis=0)[first:]
+        spread = values.std(axis=0)[first:] if name in EMPHASISED else 0.0
+        low, high = min(low, float(np.min(mean - spread))), max(high, float(np.max(mean + spread)))
+    pad = margin * ((high - low) or 0.01)
+    return low - pad, high + pad
+
+
+def _zoom_inset(ax, x: dict, y: dict, styles: dict) -> None:
+    """An inset of the last :data:`ZOOM_ROUNDS` of the rounds, its accuracy axis zoomed to the data there."""
+    points = next(iter(y.values())).shape[1]
+    first = int(points * (1 - ZOOM_ROUNDS))
+    if points - first < 2:
+        return
+    inset = ax.inset_axes((0.42, 0.08, 0.55, 0.5))
+    for i, name in enumerate(y):
+        xs, ys = x[name].mean(axis=0)[first:], y[name].mean(axis=0)[first:]
+        inset.plot(xs, ys, markevery=_markevery(i, len(xs)), **_line_style(name, styles))
+    inset.set_xlim(first - 0.3, points - 0.7)
+    inset.set_ylim(*zoom_limits(y, first))
+    inset.set_title(f"rounds {first}-{points - 1}, zoomed", fontsize="small")
+    inset.tick_params(labelsize="small")
+    inset.grid(alpha=0.3)
 
 
 def _traffic_panel(ax, upload: dict, styles: dict) -> None:
@@ -141,9 +238,9 @@ def _traffic_panel(ax, upload: dict, styles: dict) -> None:
         same = next((g for g in groups if np.allclose(upload[g[0]].mean(0), upload[name].mean(0))), None)
         same.append(name) if same else groups.append([name])
     notes = []
-    for group in groups:
+    for i, group in enumerate(groups):
         ys = upload[group[0]].mean(axis=0)
-        ax.plot(np.arange(len(ys)), ys, markevery=max(1, len(ys) // 8), **_line_style(group[0], styles))
+        ax.plot(np.arange(len(ys)), ys, markevery=_markevery(i, len(ys)), **_line_style(group[0], styles))
         if len(group) > 1:
             notes.append((" = ".join(group), styles[group[0]]["color"]))
     for i, (text, colour) in enumerate(notes):
@@ -159,11 +256,11 @@ def _stack(records: list[EpisodeRecord], values) -> np.ndarray:
 
 
 def plot_learning_curves(records: dict[str, list[EpisodeRecord]], path: Path) -> None:
-    """``learning_curves.png``: test accuracy after each round, test accuracy against simulated time
-    (one point per round at the mean time over seeds; linear time axis), and cumulative upload, download
-    and traffic (upload + download) per round (policies with identical curves share one line, named
-    together in the panel); lines are means over seeds, bands +-1 std over seeds for the emphasised
-    policies."""
+    """``learning_curves.png``: test accuracy after each round (with an inset zoomed to the last rounds,
+    :func:`zoom_limits`), test accuracy against simulated time (one point per round at the mean time over
+    seeds; linear time axis), and cumulative upload, download and traffic (upload + download) per round
+    (policies with identical curves share one line, named together in the panel); lines are means over
+    seeds, bands +-1 std over seeds for the emphasised policies."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
@@ -178,6 +275,7 @@ def plot_learning_curves(records: dict[str, list[EpisodeRecord]], path: Path) ->
     fig, grid = plt.subplots(2, 3, figsize=(16, 10))
     axes = grid.ravel()
     _curve_panel(axes[0], rounds, accuracy, styles)
+    _zoom_inset(axes[0], rounds, accuracy, styles)
     _curve_panel(axes[1], time, accuracy, styles)
     axes[2].axis("off")
     for ax, (direction, parts) in zip(axes[3:], directions.items()):
