@@ -198,7 +198,7 @@ def plot_training_curve(curves: TrainingCurves, path: str | Path, references: di
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from fedenv.evaluation.plots import policy_styles
+    from fedenv.evaluation.plots import EMPHASISED, policy_styles
 
     averaged = {metric: smoothed(curve, smooth) for metric, curve in curves.training.items()}
     references = references or {}
@@ -215,14 +215,21 @@ def plot_training_curve(curves: TrainingCurves, path: str | Path, references: di
             check = curves.validation[metric]
             ax.plot(check.episodes, check.values, "D:", color="black", mfc="white", ms=6, lw=1.2,
                     label="validation (greedy policy, validation seeds)")
-        for name, means in references.items():
-            ax.axhline(means[metric], ls="--", lw=1.3, color=styles[name]["color"], label=f"{name} (held-out mean)")
+        level_x = np.linspace(float(curve.episodes[0]), float(curve.episodes[-1]), 6 * len(references) + 1)
+        for i, (name, means) in enumerate(references.items()):
+            # markers staggered along the line, in the policy's style: equal levels stay told apart
+            bold = name in EMPHASISED
+            ax.plot(level_x, np.full(len(level_x), means[metric]), ls="--", lw=2.2 if bold else 1.0,
+                    color=styles[name]["color"], marker=styles[name]["marker"], ms=7 if bold else 5,
+                    markevery=slice(i, None, len(references)), mec="black" if bold else "white", mew=0.5,
+                    alpha=1.0 if bold else 0.8, zorder=3 if bold else 2, label=f"{name} (held-out mean)")
         ax.set(xlabel="training episode", ylabel=label, title=f"{label} during training")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="center right", frameon=False, fontsize="small")
     fig.text(0.01, 0.01, f"Run {curves.run_dir}. Dashed lines: each fixed policy's mean over the held-out seeds "
-             "of the reference results.json.", fontsize="small")
+             "of the reference results.json (FedAvg bold; markers staggered so that equal levels stay apart).",
+             fontsize="small")
     fig.tight_layout(rect=(0, 0.04, 0.78, 1))
     atomic_write(path, partial(fig.savefig, format="png", dpi=110))
     plt.close(fig)
