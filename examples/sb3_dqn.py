@@ -11,7 +11,7 @@ from pathlib import Path
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import compare
-from fedenv.integrations.sb3 import SB3Policy, sb3_vec_env
+from fedenv.integrations.sb3 import SB3Policy, sb3_progress_callback, sb3_vec_env
 
 
 def main(argv=None) -> None:
@@ -33,7 +33,9 @@ def main(argv=None) -> None:
                 learning_starts=args.num_clients,
                 train_freq=1, gradient_steps=2, target_update_interval=10 * args.num_clients,
                 exploration_fraction=0.5, buffer_size=50_000, tensorboard_log=str(out / "tensorboard"), verbose=0)
-    model.learn(total_timesteps=steps)
+    print(f"{args.episodes} training episodes: a smoke test, too short to learn (SB3 PPO reached 0.74 of the best "
+          "fixed policy's return at 150 episodes, benchmarks/learners.py; docs/results/studies.md)", flush=True)
+    model.learn(total_timesteps=steps, callback=sb3_progress_callback(args.episodes))
     policy = SB3Policy(model, "DQN", "append", config)
     policy.save(out / "policy")
 

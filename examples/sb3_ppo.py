@@ -16,7 +16,7 @@ from pathlib import Path
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import compare
-from fedenv.integrations.sb3 import SB3Policy, sb3_vec_env
+from fedenv.integrations.sb3 import SB3Policy, sb3_progress_callback, sb3_vec_env
 
 
 def main(argv=None) -> None:
@@ -39,7 +39,10 @@ def main(argv=None) -> None:
         from stable_baselines3 import PPO as Algorithm
     model = Algorithm("MlpPolicy", venv, seed=args.seed, n_steps=args.num_rounds, batch_size=args.num_rounds * 2,
                       n_epochs=4, gamma=1.0, tensorboard_log=str(out / "tensorboard"), verbose=0)
-    model.learn(total_timesteps=args.episodes * args.num_rounds * args.num_clients)
+    print(f"{args.episodes} training episodes: a smoke test, too short to learn (SB3 PPO reached 0.74 of the best "
+          "fixed policy's return at 150 episodes, benchmarks/learners.py; docs/results/studies.md)", flush=True)
+    model.learn(total_timesteps=args.episodes * args.num_rounds * args.num_clients,
+                callback=sb3_progress_callback(args.episodes))
     policy = SB3Policy(model, "MaskablePPO" if args.maskable else "PPO", "append", config)
     policy.save(out / "policy")
 

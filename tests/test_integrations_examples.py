@@ -28,8 +28,10 @@ def run_example(name, out, *extra):
 
 @pytest.mark.slow
 def test_sb3_ppo_example_and_evaluate_py_with_its_policy(tmp_path, capsys):
-    _, rows = run_example("sb3_ppo", tmp_path / "ppo", "--episodes", "4")
+    stdout, rows = run_example("sb3_ppo", tmp_path / "ppo", "--episodes", "4")
     assert "sb3-ppo" in {row["policy"] for row in rows}
+    assert "4 training episodes: a smoke test, too short to learn" in stdout
+    assert "sb3: episode 4/4, team return" in stdout  # the progress callback saw the 4th episode end
     assert (tmp_path / "ppo" / "policy" / "model.zip").is_file()
     assert evaluate.main(["--sb3", str(tmp_path / "ppo" / "policy"), "--policies", "fedavg,random,oort",
                           "--episodes", "1", "--out", str(tmp_path / "eval"), "--no-progress"]) == 0

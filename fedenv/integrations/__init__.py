@@ -6,7 +6,7 @@ BenchMARL and TorchRL and is therefore not imported here.
 """
 
 from fedenv.integrations.flat import MASK_MODES, FlatObservation, flatten_observations
-from fedenv.integrations.sb3 import SB3_ALGORITHMS, SB3Policy, sb3_vec_env
+from fedenv.integrations.sb3 import SB3_ALGORITHMS, SB3Policy, sb3_progress_callback, sb3_vec_env
 from fedenv.integrations.torchrl import TorchRLPolicy, torchrl_env
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "SB3Policy",
     "TorchRLPolicy",
     "flatten_observations",
+    "sb3_progress_callback",
     "sb3_vec_env",
     "torchrl_env",
 ]

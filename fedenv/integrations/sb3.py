@@ -17,7 +17,7 @@ environment (it counts as 0) but its transition still enters the rollout with th
 The flat observation keeps the mask as its last two entries (``mask="append"``, the default) so the
 policy can learn to ignore those steps, and the vector env offers ``action_masks()`` so that
 ``sb3_contrib.MaskablePPO`` samples only allowed actions. :class:`SB3Policy` runs a trained model as a
-:class:`~fedenv.baselines.Policy`."""
+:class:`~fedenv.baselines.Policy`; :func:`sb3_progress_callback` prints training progress."""
 
 from __future__ import annotations
 
@@ -57,6 +57,39 @@ def sb3_vec_env(config: EnvConfig, num_envs: int = 1, mask: str = "append"):
     from fedenv.integrations.sb3_vec_env import FederationsVecEnv
 
     return VecMonitor(FederationsVecEnv(VectorClientSelectionEnv(config, num_envs), mask))
+
+
+def sb3_progress_callback(episodes: int, every: int = 5):
+    """An SB3 callback printing one line every ``every`` finished episodes of the first federation of a
+    :func:`sb3_vec_env` (its first sub-environment's ``VecMonitor`` episodes): the episode count out of
+    ``episodes`` and that episode's team return (training episodes: the policy explores). SB3's own
+    ``verbose=1`` prints tables per rollout; this is one line per few episodes.
+
+    Pass it as ``model.learn(total_timesteps, callback=sb3_progress_callback(episodes))``.
+
+    Raises:
+        ValueError: ``every`` or ``episodes`` below 1.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    if every < 1 or episodes < 1:
+        raise ValueError(f"every={every} and episodes={episodes} must be >= 1")
+
+    class EpisodeProgress(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.finished = 0
+
+        def _on_step(self) -> bool:
+            info = self.locals["infos"][0]
+            if "episode" in info:
+                self.finished += 1
+                if self.finished % every == 0 or self.finished == episodes:
+                    print(f"sb3: episode {self.finished}/{episodes}, team return {info['episode']['r']:.3f} "
+                          "(training, exploring)", flush=True)
+            return True
+
+    return EpisodeProgress()
 
 
 SB3_ALGORITHMS = ("PPO", "DQN", "A2C", "MaskablePPO")
