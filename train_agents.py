@@ -57,7 +57,7 @@ DEFAULT_THREADS = 1
 DEFAULT_EVAL_INTERVAL = 50
 DEFAULT_CHECKPOINT_INTERVAL = 25
 """Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
-pay (README, "The main job")."""
+pay (docs/guides/training.md, "Threads")."""
 REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
 RUN_FILES = ("config.json", CHECKPOINT_NAME, BEST_NAME, "events.out.tfevents.*")
 """What a run writes into its folder: a new run into a folder holding them needs ``--overwrite``."""

@@ -6,7 +6,7 @@
 * Training: VDN FL rounds per second in one process (:class:`agents.trainer.Trainer`) against a learner
   here and W rollout actors (:class:`agents.ray_training.AsyncRaySource`).
 
-Each ratio is printed against its bar (README, "Scaling out": evaluation at least 1.6x and training at least
+Each ratio is printed against its bar (docs/guides/ray.md: evaluation at least 1.6x and training at least
 1.5x with 2 workers on a 2-core machine), with the threads of every process and the load average.
 
 What is timed is the steady state. The cluster, its worker processes and the rollout actors are started
@@ -53,7 +53,7 @@ from fedenv.evaluation import evaluate_policies, run_episode
 
 EVALUATION_BAR = 1.6
 TRAINING_BAR = 1.5
-"""The speed-ups 2 workers must reach on a 2-core machine (README, "Scaling out")."""
+"""The speed-ups 2 workers must reach on a 2-core machine (docs/guides/ray.md)."""
 WARM_UP_HOLD_S = 1.0
 WARM_UP_ATTEMPTS = 10
 QUICK = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=2, test_samples=200, device="cpu")

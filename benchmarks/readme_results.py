@@ -7,7 +7,7 @@
 
 Trains the default run (``python train_agents.py --run-dir OUT/run``) unless ``--checkpoint`` is given,
 evaluates it next to every fixed policy (``python evaluate.py --checkpoint ... --policies all --episodes
-5 --out OUT/eval``) and prints the README markdown: the summary table (mean +- std over evaluation
+5 --out OUT/eval``) and prints the results markdown: the summary table (mean +- std over evaluation
 seeds, with each policy's probing mode, upload, download and both) and the per-seed table (final test
 accuracy / team return), with the git commit that produced them. ``--write`` replaces the results page's
 text between the markers ``<!-- results:start -->`` and ``<!-- results:end -->`` with it, and README's text
@@ -97,7 +97,7 @@ def per_seed_table(document: dict) -> str:
 
 
 def results_markdown(document: dict, commit: str, command: str) -> str:
-    """The README block: where the numbers come from, the summary table and the per-seed table."""
+    """The results page's block: where the numbers come from, the summary table and the per-seed table."""
     seeds = sorted({e["seed"] for episodes in document["episodes"].values() for e in episodes})
     return "\n".join([
         f"Made by `python benchmarks/readme_results.py` at commit `{commit}`: `{command}` on held-out seeds "

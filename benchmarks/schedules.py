@@ -1,6 +1,6 @@
 """What the reward pays for: fixed upload schedules on the default federation, next to FedAvg.
 
-A diagnostic for the learned agents (README, "Results on the default federation"): the schedule
+A diagnostic for the learned agents (docs/results/default.md): the schedule
 ``k random, all last L`` lets ``k`` random candidates upload in each of the first ``T - L`` rounds and
 every candidate in the last ``L`` rounds, without probing (it is charged only for the clients it makes
 train). Over a grid of ``(k, L)`` it shows which final accuracy, latency and upload a simple
