@@ -323,3 +323,35 @@ def test_help_runs_as_a_script_and_exits_cleanly():
     for title in ("federation and data:", "local training:", "aggregation:", "traces:", "observation and reward:",
                   "engine:"):
         assert f"\n{title}\n" in completed.stdout
+
+
+@pytest.mark.parametrize("flags,candidates", [
+    (["--num-clients", "5"], 5),                              # not given: follows num_clients down
+    (["--num-clients", "5", "--clients-per-round", "3"], 3),  # given: kept
+    (["--num-clients", "20"], 10),                            # the default 10 fits 20 clients: kept
+    ([], 10),
+])
+def test_clients_per_round_follows_num_clients_down_when_not_given(flags, candidates):
+    args = train_agents.build_parser().parse_args(flags)
+    assert env_config_from_args(args).clients_per_round == candidates
+
+
+def test_clients_per_round_given_above_num_clients_is_still_refused():
+    args = train_agents.build_parser().parse_args(["--num-clients", "5", "--clients-per-round", "7"])
+    with pytest.raises(ValueError, match="clients_per_round=7 must be <= num_clients=5"):
+        env_config_from_args(args)
+
+
+def test_help_lists_config_flags_by_name_and_help_all_describes_them(capsys):
+    parser = train_agents.build_parser()
+    brief = parser.format_brief_help()
+    for action in parser._actions:
+        if action.option_strings:
+            assert action.option_strings[0] in brief, action.option_strings[0]
+    # the run's own flags keep their descriptions; the EnvConfig and VDNConfig fields' are left to --help-all
+    assert "held-out env seeds of the final comparison" in brief
+    assert ENV_FLAGS["--num-clients"].metadata["help"].split(",")[0] not in brief
+    assert len(brief.splitlines()) < len(parser.format_help().splitlines()) / 2
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["--help-all"])
+    assert stop.value.code == 0 and capsys.readouterr().out == parser.format_help()
