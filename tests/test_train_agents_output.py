@@ -1,6 +1,8 @@
 """What train_agents.py prints: a progress bar on a terminal, plain lines in a log file (agents.progress)."""
 
+import csv
 import io
+import json
 
 import pytest
 
@@ -72,3 +74,18 @@ def test_train_agents_prints_plain_lines_into_a_log(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\r" not in out
     assert any(line.startswith("episode 2/2  return ") for line in out.splitlines())
+
+
+def test_the_final_comparison_is_written_into_the_run_folder(tmp_path, capsys):
+    assert train_agents.main(["--episodes", "1", "--run-dir", str(tmp_path), "--eval-interval", "0",
+                              *TINY_FLAGS, "1000", "1001"]) == 0  # TINY_FLAGS ends with --eval-seeds
+    out = capsys.readouterr().out
+    assert "mean +- std over these 2 seeds; README's table is every policy on seeds 1000-1004" in out
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [(row["policy"], row["seed"]) for row in rows] == [
+        (policy, seed) for policy in ("fedavg", "random", "vdn") for seed in ("1000", "1001")]
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert [row["policy"] for row in document["summary"]] == ["fedavg", "random", "vdn"]
+    for name in ("summary.png", "learning_curves.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {tmp_path / 'results.csv'}" in out
