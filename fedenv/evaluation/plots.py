@@ -134,7 +134,12 @@ def _summary_panel(ax, rows: list[dict], metric: str, label: str, styles: dict) 
             ax.annotate(row["policy"], (row[f"{metric}_mean"], row["final_accuracy_mean"]), xycoords=shift,
                         xytext=(9, 7), textcoords="offset points", fontweight="bold", zorder=5,
                         color=styles[row["policy"]]["color"])
+    # artists drawn with an offset transform do not enter autoscaling: the limits cover every error bar
+    ax.update_datalim([(row[f"{metric}_mean"] + sx * row[f"{metric}_std"],
+                        row["final_accuracy_mean"] + sy * row["final_accuracy_std"])
+                       for row in rows for sx in (-1, 1) for sy in (-1, 1)])
     _set_scale(ax, costs, label)
+    ax.autoscale_view()
     ax.grid(alpha=0.3)
 
 
@@ -179,7 +184,8 @@ def _line_style(name: str, styles: dict) -> dict:
     bold = name in EMPHASISED
     return {"color": styles[name]["color"], "marker": styles[name]["marker"], "lw": 2.6 if bold else 1.1,
             "alpha": 1.0 if bold else 0.7, "ms": 7 if bold else 5, "mec": "black" if bold else "white",
-            "mew": 0.8 if bold else 0.3, "zorder": 3 if bold else 2}
+            "mew": 0.8 if bold else 0.3, "zorder": 2 if bold else 3}  # thin lines on top: a thin line under a
+    # bold one (FedProx's under FedAvg's) stays visible, and a bold line stays visible around a thin one
 
 
 def _markevery(index: int, points: int) -> tuple[int, int]:
@@ -215,6 +221,8 @@ def zoom_limits(y: dict, first: int, margin: float = 0.1) -> tuple[float, float]
 
 def _zoom_inset(ax, x: dict, y: dict, styles: dict) -> None:
     """An inset of the last :data:`ZOOM_ROUNDS` of the rounds, its accuracy axis zoomed to the data there."""
+    from matplotlib.ticker import MaxNLocator
+
     points = next(iter(y.values())).shape[1]
     first = int(points * (1 - ZOOM_ROUNDS))
     if points - first < 2:
@@ -224,6 +232,7 @@ def _zoom_inset(ax, x: dict, y: dict, styles: dict) -> None:
         xs, ys = x[name].mean(axis=0)[first:], y[name].mean(axis=0)[first:]
         inset.plot(xs, ys, markevery=_markevery(i, len(xs)), **_line_style(name, styles))
     inset.set_xlim(first - 0.3, points - 0.7)
+    inset.xaxis.set_major_locator(MaxNLocator(integer=True))
     inset.set_ylim(*zoom_limits(y, first))
     inset.set_title(f"rounds {first}-{points - 1}, zoomed", fontsize="small")
     inset.tick_params(labelsize="small")
