@@ -51,6 +51,11 @@ LONG = {
     "python evaluate.py --checkpoint 'runs/seed*/checkpoint.pt' --policies all":
         f"python train_agents.py --seeds 0 1 {QUICK_TRAINING} --run-dir runs && "
         "python evaluate.py --checkpoint 'runs/seed*/checkpoint.pt' --policies fedavg,random --episodes 1",
+    "python evaluate.py --checkpoint runs/seed0/checkpoint.pt runs/seed1/checkpoint.pt --policies all":
+        f"python train_agents.py --seed 0 {QUICK_TRAINING} --run-dir runs/seed0 && "
+        f"python train_agents.py --seed 1 {QUICK_TRAINING} --run-dir runs/seed1 && "
+        "python evaluate.py --checkpoint runs/seed0/checkpoint.pt runs/seed1/checkpoint.pt --policies fedavg "
+        "--episodes 2",
     "python -m fedenv.traces generate": "python -m fedenv.traces generate --out my_trace.json",
     "python examples/sb3_ppo.py --episodes 20 --out results/sb3_ppo":
         "python examples/sb3_ppo.py --episodes 2 --num-rounds 3 --num-clients 3 --eval-episodes 1 "
