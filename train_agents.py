@@ -48,7 +48,7 @@ from fedenv.cli import (
 from fedenv.config import EnvConfig
 from fedenv.distributed import RayOptions, add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.env import ClientSelectionEnv
-from fedenv.evaluation import compare
+from fedenv.evaluation import RESULT_FILES, compare
 from fedenv.fileio import atomic_write_text, claim_output_folder, json_text
 
 DEFAULT_EPISODES = 500
@@ -59,8 +59,9 @@ DEFAULT_CHECKPOINT_INTERVAL = 25
 """Torch threads per run: measured on a 20-episode run of the default federation, a second thread did not
 pay (docs/guides/training.md, "Threads")."""
 REFUSED_ON_RESUME = ("seed", "seeds", "preset", "config", "init_from")
-RUN_FILES = ("config.json", CHECKPOINT_NAME, BEST_NAME, "events.out.tfevents.*")
-"""What a run writes into its folder: a new run into a folder holding them needs ``--overwrite``."""
+RUN_FILES = ("config.json", CHECKPOINT_NAME, BEST_NAME, "events.out.tfevents.*", *RESULT_FILES)
+"""What a run writes into its folder (its final comparison too): a new run into a folder holding them needs
+``--overwrite``."""
 
 
 @dataclass
@@ -104,7 +105,8 @@ def build_parser() -> FlagParser:
                              "(default: runs/<timestamp>); a folder holding another run is refused")
     parser.add_argument("--overwrite", action="store_true",
                         help="delete the files of another run in --run-dir (config.json, checkpoints, TensorBoard "
-                             "events) before training; other files there are left")
+                             "events, the final comparison's results and plots) before training; other files there "
+                             "are left")
     parser.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue the run in RUN_DIR from its last checkpoint, to --episodes N if given (its "
                              "config.json fixes the configuration: --seed, --preset, --config and configuration "

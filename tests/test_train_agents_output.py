@@ -89,3 +89,11 @@ def test_the_final_comparison_is_written_into_the_run_folder(tmp_path, capsys):
     for name in ("summary.png", "learning_curves.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {tmp_path / 'results.csv'}" in out
+
+
+def test_a_folder_holding_an_earlier_comparison_is_refused_without_overwrite(tmp_path, capsys):
+    (tmp_path / "results.csv").write_text("policy\n")  # what an earlier run's final comparison left
+    with pytest.raises(SystemExit) as stop:
+        train_agents.main(["--episodes", "1", "--run-dir", str(tmp_path), *TINY_FLAGS])
+    assert stop.value.code == 2 and "holds another run" in capsys.readouterr().err
+    assert (tmp_path / "results.csv").read_text() == "policy\n"
