@@ -68,7 +68,7 @@ class FlagParser(argparse.ArgumentParser):
         for group in self._action_groups:
             formatter.start_section(group.title)
             if group in self.brief_groups:
-                names = " ".join(a.option_strings[0] for a in group._group_actions)
+                names = " ".join("/".join(a.option_strings) for a in group._group_actions)
                 formatter.add_text(textwrap.fill(names, width, break_on_hyphens=False))
             else:
                 formatter.add_text(group.description)

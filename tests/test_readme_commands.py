@@ -1,7 +1,7 @@
-"""Every command README gives for a script or module starts as written from the repository root and
-takes the flags README gives it: each ``python SCRIPT`` / ``python -m MODULE`` of README is run with
-``--help`` (no PYTHONPATH, as a user types it), and every flag README passes it must be one its help
-lists. Benchmarks run both as files and as modules; the ``--quick`` forms README gives for the
+"""Every command README and the documentation pages (docs/) give for a script or module starts as written
+from the repository root and takes the flags they give it: each ``python SCRIPT`` / ``python -m MODULE``
+is run with ``--help`` (no PYTHONPATH, as a user types it), and every flag a page passes it must be one its
+help lists. Benchmarks run both as files and as modules; the ``--quick`` forms given for the
 ``gpu_check`` command run in full."""
 
 from __future__ import annotations
@@ -73,7 +73,11 @@ def subcommand(command: list[str]) -> tuple[str, ...]:
     return invocation
 
 
-COMMANDS = readme_commands((ROOT / "README.md").read_text())
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md")
+                                     if "_build" not in p.parts and p.name != "design.md")]
+"""README and the documentation pages its measurement write-ups and guides moved to (not the design, whose
+``python benchmarks/NAME.py`` is a pattern)."""
+COMMANDS = [c for page in PAGES for c in readme_commands(page.read_text())]
 
 
 def test_readme_commands_are_found():
