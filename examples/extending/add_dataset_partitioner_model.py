@@ -49,5 +49,5 @@ env = fedenv.parallel_env(dataset="noise-grid", partition="round-robin", model="
 observations, infos = env.reset(seed=0)
 while env.agents:
     observations, rewards, terminations, truncations, infos = env.step({a: 1 for a in env.agents})
-print(f"2 rounds on noise-grid / round-robin / linear: accuracy {infos['client_0']['accuracy']:.3f}, "
+print(f"2 rounds on noise-grid / round-robin / linear: test accuracy {infos['client_0']['test_accuracy']:.3f}, "
       f"{infos['client_0']['data_size']} samples per client")
