@@ -69,7 +69,7 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
     headline = readme.read_text()
     assert headline.startswith("intro\n") and headline.endswith(f"{readme_results.HEADLINE_END}\nlinks\n")
     assert "old headline" not in headline and "| policy | probing | 1000 |" not in headline
-    assert table_rows(headline, "| policy | probing | final accuracy") == summary
+    assert table_rows(headline, "| policy | probing | final test accuracy") == summary
 
 
 def test_write_refuses_before_writing_anything_when_a_file_lacks_its_markers(tmp_path):
