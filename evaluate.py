@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     for each in learned:
         try:
-            each.check_layout(feature_names(env_config.history_length))
+            each.check_layout(feature_names(env_config.history_length, env_config.observation_context,
+                                             env_config.observation_normalised))
         except ValueError as error:
             parser.error(str(error))
     policies, checkpoints = build_policies(names, learned, paths, args.select_fraction)
