@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from agents.mixers import MIXERS
+from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
 
 RENAMED = {
@@ -71,14 +73,21 @@ class VDNConfig:
         "AAAI 2016; our default). Not in SB3's DQN")})
     reward_scale: float = field(default=10.0, metadata={"help": (
         "multiplies rewards inside the learner, > 0; Q values are in scaled units (our default). Not in SB3")})
+    mixer: str = field(default="vdn", metadata={"help": (
+        "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
+        "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018; "
+        "agents/mixers.py)")})
+    mixing_embed_dim: int = field(default=32, metadata={"help": (
+        "width of the qmix mixer's hidden layer, >= 1 (PyMARL's mixing_embed_dim; unused by vdn)")})
 
     def __post_init__(self):
         plain_fields(self, prefix="vdn ")
 
     def validate(self) -> VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
+        check_known(self.mixer, MIXERS, "vdn mixer")
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
-                     "target_update_interval"):
+                     "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be an integer >= 1")
         if not self.hidden or any(h < 1 for h in self.hidden):

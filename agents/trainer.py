@@ -133,8 +133,10 @@ class Trainer:
                 for _ in range(config.gradient_steps)]
 
     def policy_payload(self) -> dict:
-        """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters."""
-        return {
+        """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters;
+        with a mixer (``VDNConfig.mixer``), its weights as ``mixer_state`` (acting does not need them,
+        fine-tuning from the file does)."""
+        payload = {
             "q_state": self.learner.q.state_dict(),
             "vdn_config": self.vdn_config.to_dict(),
             "env_config": self.env.config.to_dict(),
@@ -142,6 +144,9 @@ class Trainer:
             "episodes": self.episode,
             "env_steps": self.steps,
         }
+        if self.learner.mixer is not None:
+            payload["mixer_state"] = self.learner.mixer.state_dict()
+        return payload
 
     def checkpoint(self) -> dict:
         """Checkpoint payload: :meth:`policy_payload` plus the training state."""
@@ -187,8 +192,11 @@ class Trainer:
         self.best_eval_return = training.get("best_eval_return")
 
     def initialise_from(self, document: dict) -> None:
-        """Start from another run's Q-network (fine-tuning): online and target networks take its weights;
-        optimiser, buffer, counters and generators stay fresh.
+        """Start from another run's Q-network (fine-tuning): online and target networks take its weights,
+        and so does the mixer where both runs use the same mixer of the same width (otherwise this run's
+        mixer starts fresh); optimiser, buffer, counters and generators stay fresh, so epsilon anneals
+        again from ``exploration_initial_eps`` over this run's episodes (set it lower to re-anneal from
+        less exploration).
 
         Raises:
             ValueError: the checkpoint's observation layout or hidden widths differ from this run's (names
@@ -204,6 +212,11 @@ class Trainer:
                              f"this run {tuple(self.vdn_config.hidden)} (set --vdn-hidden to match)")
         self.learner.q.load_state_dict(document["q_state"])
         self.learner.target.load_state_dict(document["q_state"])
+        if self.learner.mixer is not None and "mixer_state" in document and (
+                (document["vdn_config"].mixer, document["vdn_config"].mixing_embed_dim)
+                == (self.vdn_config.mixer, self.vdn_config.mixing_embed_dim)):
+            self.learner.mixer.load_state_dict(document["mixer_state"])
+            self.learner.target_mixer.load_state_dict(document["mixer_state"])
 
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (a CPU copy of the Q-network; building it draws from no global generator)."""
