@@ -35,7 +35,7 @@ from agents.callbacks import (
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.episodes import EpisodeSummary, RunningEpisode
-from agents.policy import GreedyPolicy
+from agents.policy import GreedyPolicy, variant_name
 from agents.ray_training import ray_source
 from agents.replay import ReplayBuffer
 from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
@@ -223,7 +223,7 @@ class Trainer:
         with SeededDraws(0):  # its initial weights are overwritten below
             q = QNetwork(self.learner.obs_dim, self.vdn_config.hidden)
         q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
-        return GreedyPolicy(q, self.env.feature_names, self.env.config)
+        return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config))
 
 
 def _schedule_episodes(document: dict) -> int:
