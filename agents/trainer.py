@@ -37,7 +37,7 @@ from agents.config import VDNConfig
 from agents.episodes import EpisodeSummary, RunningEpisode
 from agents.policy import GreedyPolicy, variant_name
 from agents.ray_training import ray_source
-from agents.replay import ReplayBuffer
+from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
 from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
@@ -90,7 +90,10 @@ class Trainer:
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
         self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed)
-        self.buffer = ReplayBuffer(vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
+        shape = (vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
+        self.buffer = (PrioritizedReplayBuffer(*shape, vdn_config.prioritized_replay_alpha,
+                                               vdn_config.prioritized_replay_beta, vdn_config.prioritized_replay_eps)
+                       if vdn_config.prioritized_replay else ReplayBuffer(*shape))
         self.sample_rng = np.random.default_rng([self.seed, 1])
         self.steps = 0
         self.episode = 0
@@ -129,8 +132,13 @@ class Trainer:
         config = self.vdn_config
         if self.steps < config.learning_starts or self.steps % config.train_freq or not len(self.buffer):
             return []
-        return [self.learner.update(self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device))
-                for _ in range(config.gradient_steps)]
+        losses = []
+        for _ in range(config.gradient_steps):
+            batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
+            losses.append(self.learner.update(batch))
+            if batch.index is not None:
+                self.buffer.update_priorities(batch.index, self.learner.last_td_errors)
+        return losses
 
     def policy_payload(self) -> dict:
         """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters;

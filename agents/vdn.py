@@ -92,6 +92,7 @@ class VDNLearner:
         self.trained_parameters = parameters
         self.optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
         self.gradient_steps = 0
+        self.last_td_errors: np.ndarray | None = None
         self.rng = np.random.default_rng(seed)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
@@ -152,9 +153,15 @@ class VDNLearner:
         self.rng.bit_generator.state = state["rng"]
 
     def update(self, batch: Batch) -> float:
-        """One gradient step on the mean squared TD error; hard target update every
-        ``target_update_interval`` gradient steps. Returns the loss."""
-        loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+        """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
+        whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities); hard target update
+        every ``target_update_interval`` gradient steps. Returns the loss."""
+        if batch.weight is None:
+            loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+        else:  # prioritised replay: importance-weighted (agents.replay.PrioritizedReplayBuffer)
+            td_error = self.q_tot(batch) - self.td_target(batch)
+            self.last_td_errors = td_error.detach().cpu().numpy()
+            loss = torch.mean(batch.weight * td_error ** 2)
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.trained_parameters, self.config.max_grad_norm)
