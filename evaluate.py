@@ -119,13 +119,18 @@ def load_checkpoints(patterns: list[str]):
     were all trained in.
 
     Raises:
-        FileNotFoundError, ValueError: a missing or unreadable checkpoint, or checkpoints trained in
-            different environments (:func:`~fedenv.evaluation.shared_training_config`).
+        FileNotFoundError, ValueError: a missing or unreadable checkpoint, checkpoints of different learner
+            variants (:func:`agents.policy.variant_name`), or checkpoints trained in different environments
+            (:func:`~fedenv.evaluation.shared_training_config`).
     """
     from agents.policy import GreedyPolicy
 
     paths = checkpoint_paths(patterns)
     policies = [GreedyPolicy.from_checkpoint(path) for path in paths]
+    for policy, path in zip(policies[1:], paths[1:]):
+        if policy.variant != policies[0].variant:
+            raise ValueError(f"checkpoints {paths[0]} and {path} hold different learner variants "
+                             f"({policies[0].variant} vs {policy.variant}): evaluate them in separate runs")
     return policies, paths, shared_training_config([p.env_config for p in policies], paths)
 
 
@@ -198,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     for each in learned:
         try:
-            each.check_layout(feature_names(env_config.history_length))
+            each.check_layout(feature_names(env_config.history_length, env_config.observation_context,
+                                             env_config.observation_normalised))
         except ValueError as error:
             parser.error(str(error))
     policies, checkpoints = build_policies(names, learned, paths, args.select_fraction)
@@ -214,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
                             f"to clear it first")
     except ValueError as error:
         parser.error(str(error))
+    if learned:
+        print(f"vdn: learner variant {learned[0].variant} ({len(learned)} checkpoint{'s' * (len(learned) > 1)})")
     try:
         run_compare(ray_options, env_config, policies, seeds, out, progress=not args.no_progress,
                     probing=probing, checkpoints=checkpoints, transfer=transfer)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from agents.mixers import MIXERS
+from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
 
 RENAMED = {
@@ -71,24 +73,41 @@ class VDNConfig:
         "AAAI 2016; our default). Not in SB3's DQN")})
     reward_scale: float = field(default=10.0, metadata={"help": (
         "multiplies rewards inside the learner, > 0; Q values are in scaled units (our default). Not in SB3")})
+    mixer: str = field(default="vdn", metadata={"help": (
+        "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
+        "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018; "
+        "agents/mixers.py)")})
+    mixing_embed_dim: int = field(default=32, metadata={"help": (
+        "width of the qmix mixer's hidden layer, >= 1 (PyMARL's mixing_embed_dim; unused by vdn)")})
+    prioritized_replay: bool = field(default=False, metadata={"help": (
+        "proportional prioritised replay (Schaul et al., ICLR 2016; agents/replay.py); off by default: "
+        "uniform replay. The prioritized_replay_* names are OpenAI Baselines' and RLlib's; SB3's DQN has none")})
+    prioritized_replay_alpha: float = field(default=0.6, metadata={"help": (
+        "priority exponent alpha in [0, 1] (Schaul et al.'s proportional variant: 0.6)")})
+    prioritized_replay_beta: float = field(default=0.4, metadata={"help": (
+        "importance-sampling exponent beta in [0, 1], constant (Schaul et al.'s start value: 0.4)")})
+    prioritized_replay_eps: float = field(default=1e-6, metadata={"help": (
+        "priority floor added to |TD error|, > 0 (SB3's and OpenAI Baselines' 1e-6)")})
 
     def __post_init__(self):
         plain_fields(self, prefix="vdn ")
 
     def validate(self) -> VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
+        check_known(self.mixer, MIXERS, "vdn mixer")
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
-                     "target_update_interval"):
+                     "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be an integer >= 1")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
         if self.learning_starts < 0:
             raise ValueError(f"vdn learning_starts={self.learning_starts!r} must be an integer >= 0")
-        for name in ("gamma", "exploration_initial_eps", "exploration_final_eps", "exploration_fraction"):
+        for name in ("gamma", "exploration_initial_eps", "exploration_final_eps", "exploration_fraction",
+                     "prioritized_replay_alpha", "prioritized_replay_beta"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
-        for name in ("learning_rate", "max_grad_norm", "reward_scale"):
+        for name in ("learning_rate", "max_grad_norm", "reward_scale", "prioritized_replay_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")
         return self

@@ -6,9 +6,19 @@ import numpy as np
 import torch
 
 from agents.checkpoint import load_checkpoint
+from agents.config import VDNConfig
 from agents.vdn import QNetwork
 from fedenv.baselines import Policy
 from fedenv.config import EnvConfig
+
+
+def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
+    """The learner variant a checkpoint holds, for tables: its mixer (``vdn``: plain VDN), then each
+    lever that is on, joined by ``+``: ``context`` (``observation_context``), ``normalised``
+    (``observation_normalised``), ``no-probing`` (``probing=False``), e.g. ``qmix+context+no-probing``."""
+    levers = [("context", env_config.observation_context), ("normalised", env_config.observation_normalised),
+              ("no-probing", not env_config.probing)]
+    return "+".join([vdn_config.mixer, *(name for name, on in levers if on)])
 
 
 class GreedyPolicy(Policy):
@@ -21,12 +31,14 @@ class GreedyPolicy(Policy):
     Args:
         q: the trained Q-network. feature_names: observation layout it was trained on.
         env_config: the environment it was trained in (evaluate.py rebuilds it from here).
+        variant: the learner variant (:func:`variant_name`), printed by evaluate.py.
     """
 
     name = "vdn"
 
-    def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig):
+    def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig, variant: str = "vdn"):
         self.probes = bool(env_config.probing)
+        self.variant = variant
         self.q = q.eval()
         self.feature_names = list(feature_names)
         self.env_config = env_config
@@ -41,7 +53,8 @@ class GreedyPolicy(Policy):
         document = load_checkpoint(path)
         q = QNetwork(len(document["feature_names"]), document["vdn_config"].hidden)
         q.load_state_dict(document["q_state"])
-        return cls(q, document["feature_names"], document["env_config"])
+        return cls(q, document["feature_names"], document["env_config"],
+                   variant_name(document["vdn_config"], document["env_config"]))
 
     def check_layout(self, feature_names: list[str]) -> None:
         """Raise ``ValueError`` if an env's observation layout differs from the training layout."""

@@ -35,9 +35,9 @@ from agents.callbacks import (
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.episodes import EpisodeSummary, RunningEpisode
-from agents.policy import GreedyPolicy
+from agents.policy import GreedyPolicy, variant_name
 from agents.ray_training import ray_source
-from agents.replay import ReplayBuffer
+from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
 from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
@@ -90,7 +90,10 @@ class Trainer:
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
         self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed)
-        self.buffer = ReplayBuffer(vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
+        shape = (vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
+        self.buffer = (PrioritizedReplayBuffer(*shape, vdn_config.prioritized_replay_alpha,
+                                               vdn_config.prioritized_replay_beta, vdn_config.prioritized_replay_eps)
+                       if vdn_config.prioritized_replay else ReplayBuffer(*shape))
         self.sample_rng = np.random.default_rng([self.seed, 1])
         self.steps = 0
         self.episode = 0
@@ -129,12 +132,19 @@ class Trainer:
         config = self.vdn_config
         if self.steps < config.learning_starts or self.steps % config.train_freq or not len(self.buffer):
             return []
-        return [self.learner.update(self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device))
-                for _ in range(config.gradient_steps)]
+        losses = []
+        for _ in range(config.gradient_steps):
+            batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
+            losses.append(self.learner.update(batch))
+            if batch.index is not None:
+                self.buffer.update_priorities(batch.index, self.learner.last_td_errors)
+        return losses
 
     def policy_payload(self) -> dict:
-        """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters."""
-        return {
+        """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters;
+        with a mixer (``VDNConfig.mixer``), its weights as ``mixer_state`` (acting does not need them,
+        fine-tuning from the file does)."""
+        payload = {
             "q_state": self.learner.q.state_dict(),
             "vdn_config": self.vdn_config.to_dict(),
             "env_config": self.env.config.to_dict(),
@@ -142,6 +152,9 @@ class Trainer:
             "episodes": self.episode,
             "env_steps": self.steps,
         }
+        if self.learner.mixer is not None:
+            payload["mixer_state"] = self.learner.mixer.state_dict()
+        return payload
 
     def checkpoint(self) -> dict:
         """Checkpoint payload: :meth:`policy_payload` plus the training state."""
@@ -187,8 +200,11 @@ class Trainer:
         self.best_eval_return = training.get("best_eval_return")
 
     def initialise_from(self, document: dict) -> None:
-        """Start from another run's Q-network (fine-tuning): online and target networks take its weights;
-        optimiser, buffer, counters and generators stay fresh.
+        """Start from another run's Q-network (fine-tuning): online and target networks take its weights,
+        and so does the mixer where both runs use the same mixer of the same width (otherwise this run's
+        mixer starts fresh); optimiser, buffer, counters and generators stay fresh, so epsilon anneals
+        again from ``exploration_initial_eps`` over this run's episodes (set it lower to re-anneal from
+        less exploration).
 
         Raises:
             ValueError: the checkpoint's observation layout or hidden widths differ from this run's (names
@@ -204,13 +220,18 @@ class Trainer:
                              f"this run {tuple(self.vdn_config.hidden)} (set --vdn-hidden to match)")
         self.learner.q.load_state_dict(document["q_state"])
         self.learner.target.load_state_dict(document["q_state"])
+        if self.learner.mixer is not None and "mixer_state" in document and (
+                (document["vdn_config"].mixer, document["vdn_config"].mixing_embed_dim)
+                == (self.vdn_config.mixer, self.vdn_config.mixing_embed_dim)):
+            self.learner.mixer.load_state_dict(document["mixer_state"])
+            self.learner.target_mixer.load_state_dict(document["mixer_state"])
 
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (a CPU copy of the Q-network; building it draws from no global generator)."""
         with SeededDraws(0):  # its initial weights are overwritten below
             q = QNetwork(self.learner.obs_dim, self.vdn_config.hidden)
         q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
-        return GreedyPolicy(q, self.env.feature_names, self.env.config)
+        return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config))
 
 
 def _schedule_episodes(document: dict) -> int:

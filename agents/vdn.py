@@ -9,6 +9,8 @@ with masked actions excluded from the argmax; truncation bootstraps, termination
 (docs/design.md, section 10). Adam, gradient-norm clipping, hard target updates every
 ``target_update_interval`` gradient steps, epsilon annealed linearly
 over the run's episodes (:func:`linear_epsilon`).
+With ``VDNConfig.mixer`` other than ``vdn`` (:mod:`agents.mixers`), the sums above become the mixer's
+``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network.
 FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
 """
 
@@ -22,8 +24,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.config import VDNConfig
+from agents.mixers import MIXERS
 from agents.replay import Batch
 from fedenv.models.seeding import SeededDraws
+
+MIXER_SEED_OFFSET = 1 << 32
+"""The mixer's weights are drawn from seed ``seed + MIXER_SEED_OFFSET``, apart from the Q-network's."""
 
 
 class QNetwork(nn.Module):
@@ -75,8 +81,18 @@ class VDNLearner:
         with SeededDraws(seed):  # the weights of torch.manual_seed(seed); the global RNG is left alone
             self.q = QNetwork(obs_dim, tuple(config.hidden)).to(self.device)
         self.target = copy.deepcopy(self.q)
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.learning_rate)
+        with SeededDraws(seed + MIXER_SEED_OFFSET):  # its own stream: the Q-network is the same with any mixer
+            self.mixer = MIXERS[config.mixer](obs_dim, config.mixing_embed_dim)
+        self.target_mixer = None
+        parameters = list(self.q.parameters())
+        if self.mixer is not None:
+            self.mixer = self.mixer.to(self.device)
+            self.target_mixer = copy.deepcopy(self.mixer)
+            parameters += list(self.mixer.parameters())
+        self.trained_parameters = parameters
+        self.optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
         self.gradient_steps = 0
+        self.last_td_errors: np.ndarray | None = None
         self.rng = np.random.default_rng(seed)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
@@ -102,38 +118,57 @@ class VDNLearner:
                 best = masked_argmax(self.q(batch.next_obs), batch.next_mask)
             else:
                 best = masked_argmax(q_target, batch.next_mask)
-            next_value = (q_target.gather(-1, best.unsqueeze(-1)).squeeze(-1) * next_candidates).sum(dim=1)
+            next_q = q_target.gather(-1, best.unsqueeze(-1)).squeeze(-1) * next_candidates
+            next_value = (next_q.sum(dim=1) if self.target_mixer is None
+                          else self.target_mixer(next_q, next_candidates, batch.next_obs))
             return self.config.reward_scale * batch.reward + batch.discount * (1.0 - batch.terminated) * next_value
 
     def q_tot(self, batch: Batch) -> torch.Tensor:
-        """``(B,)`` ``Q_tot`` of the taken joint actions, summed over candidates."""
+        """``(B,)`` ``Q_tot`` of the taken joint actions: summed over candidates, or mixed by the mixer."""
         chosen = self.q(batch.obs).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
-        return (chosen * batch.mask[..., 1]).sum(dim=1)
+        if self.mixer is None:
+            return (chosen * batch.mask[..., 1]).sum(dim=1)
+        return self.mixer(chosen * batch.mask[..., 1], batch.mask[..., 1], batch.obs)
 
     def state_dict(self) -> dict:
-        """Networks, optimiser, step counter and exploration generator (for exact resumption)."""
-        return {
+        """Networks (the mixer and its target where there is one), optimiser, step counter and
+        exploration generator (for exact resumption)."""
+        state = {
             "q": self.q.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(),
             "gradient_steps": self.gradient_steps, "rng": self.rng.bit_generator.state,
         }
+        if self.mixer is not None:
+            state.update(mixer=self.mixer.state_dict(), target_mixer=self.target_mixer.state_dict())
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Inverse of :meth:`state_dict`."""
         self.q.load_state_dict(state["q"])
         self.target.load_state_dict(state["target"])
+        if self.mixer is not None:
+            self.mixer.load_state_dict(state["mixer"])
+            self.target_mixer.load_state_dict(state["target_mixer"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.gradient_steps = int(state["gradient_steps"])
         self.rng.bit_generator.state = state["rng"]
 
     def update(self, batch: Batch) -> float:
-        """One gradient step on the mean squared TD error; hard target update every
-        ``target_update_interval`` gradient steps. Returns the loss."""
-        loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+        """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
+        whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities); hard target update
+        every ``target_update_interval`` gradient steps. Returns the loss."""
+        if batch.weight is None:
+            loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+        else:  # prioritised replay: importance-weighted (agents.replay.PrioritizedReplayBuffer)
+            td_error = self.q_tot(batch) - self.td_target(batch)
+            self.last_td_errors = td_error.detach().cpu().numpy()
+            loss = torch.mean(batch.weight * td_error ** 2)
         self.optimizer.zero_grad()
         loss.backward()
-        nn.utils.clip_grad_norm_(self.q.parameters(), self.config.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.trained_parameters, self.config.max_grad_norm)
         self.optimizer.step()
         self.gradient_steps += 1
         if self.gradient_steps % self.config.target_update_interval == 0:
             self.target.load_state_dict(self.q.state_dict())
+            if self.mixer is not None:
+                self.target_mixer.load_state_dict(self.mixer.state_dict())
         return float(loss.detach())

@@ -212,6 +212,15 @@ class EnvConfig:
     history_length: int = _field(5, OBSERVATION_REWARD, (
         "rounds h of probing and upload latency history in each observation, >= 1 (our default; "
         "FedMarl's state holds a latency history of unstated length)"))
+    observation_context: bool = _field(False, OBSERVATION_REWARD, (
+        "append four features of the round's candidate set, which the server holds for every candidate: "
+        "the client's quantile among the candidates in probing loss and in probing latency, the slowest "
+        "probe and the number of candidates (fedenv/observation.py; off by default, FedMarl's per-client "
+        "state)"))
+    observation_normalised: bool = _field(False, OBSERVATION_REWARD, (
+        "features whose range does not move with the number of clients or rounds: data size as a quantile "
+        "among the clients, rounds since the last upload and the round index over a fixed 100-round horizon "
+        "instead of over num_rounds (fedenv/observation.py; off by default)"))
     utility: str = _field("exp64", OBSERVATION_REWARD, (
         "accuracy utility U of the reward: exp64, (64**a - 1) / 63 (our default: an exponential utility "
         "after FAVOR's, Wang et al., INFOCOM 2020, scaled to [0, 1]; FedMarl's reward, arXiv 2201.02932 "

@@ -99,8 +99,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.reward_weights = (cfg.accuracy_weight, cfg.latency_weight, cfg.comm_weight)
         self.possible_agents = [f"client_{i}" for i in range(cfg.num_clients)]
         self.agents: list[str] = []
-        self.feature_names = feature_names(cfg.history_length)
-        low, high = feature_bounds(cfg.history_length)
+        layout = (cfg.history_length, cfg.observation_context, cfg.observation_normalised)
+        self.feature_names = feature_names(*layout)
+        low, high = feature_bounds(*layout)
         self._observation_space = spaces.Dict({
             "observation": spaces.Box(low, high, dtype=np.float32),
             "action_mask": spaces.Box(0, 1, (2,), dtype=np.int8),
@@ -231,6 +232,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             global_accuracy=sim.reward_accuracy,
             num_classes=sim.dataset.num_classes,
             reference_latency_s=sim.reference_latency_s,
+            context=cfg.observation_context,
+            normalised=cfg.observation_normalised,
         )
         return {
             agent: {

@@ -16,6 +16,36 @@ feature                               scaling                                   
 ``global_accuracy``                   accuracy of the current global model (see below)   [0, 1]
 ====================================  =================================================  ===========
 
+Two options of :class:`fedenv.config.EnvConfig`, both off by default (the table above is then the whole
+layout), change it so that one network can serve other numbers of clients K and rounds T:
+
+``observation_normalised``: three features are replaced, in place, by ones whose range and typical
+value do not move with K or T (:data:`HORIZON_ROUNDS` = 100 rounds is a fixed horizon, not ``T``):
+
+====================================  =================================================  ===========
+``data_size_quantile``                quantile of the client's samples among all K       [0, 1]
+``rounds_since_last_upload_h100``     min(rounds, 100) / 100                             [0, 1]
+``round_index_h100``                  min(t, 100) / 100                                  [0, 1]
+====================================  =================================================  ===========
+
+``observation_context``: four features of this round's candidate set, which the server holds for every
+candidate (all agents run on the server), are appended:
+
+====================================  =================================================  ===========
+``probing_loss_quantile``             quantile of the client's probing loss among the    [0, 1]
+                                      round's candidates (0 for a non-candidate)
+``probe_latency_quantile``            the same for its newest probing latency            [0, 1]
+``slowest_probe_latency``             max newest probing latency over the candidates /   [0, 50]
+                                      reference latency (the same for every client)
+``num_candidates_log``                log10(1 + candidates) / 3 (the same for every      [0, 1]
+                                      client)
+====================================  =================================================  ===========
+
+A quantile is ``(rank - 1) / (n - 1)`` with ``rank`` the average rank (ties share it,
+``scipy.stats.rankdata(method="average")``) among ``n`` values, 0.5 when ``n = 1``; a NaN loss ranks
+last. Without probing (``probing=False``) the probing columns hold each client's report from the last
+round it took part, as the features above do.
+
 Histories hold zeros before a client has any. A non-finite value (a diverged client's loss) becomes
 the feature's upper bound (+inf) or 0 (NaN), so every observation stays finite and inside its Box.
 The reference latency is a per-configuration constant:
@@ -32,27 +62,67 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.stats import rankdata
 
 MODEL_SIZE_MB_LOG_SCALE = 3.0
+HORIZON_ROUNDS = 100
+"""The fixed horizon (rounds) of the ``observation_normalised`` round features."""
+NUM_CANDIDATES_LOG_SCALE = 3.0
+CONTEXT_FEATURES = ("probing_loss_quantile", "probe_latency_quantile", "slowest_probe_latency",
+                    "num_candidates_log")
+"""The features ``observation_context`` appends, in order."""
 
 
-def feature_names(history_length: int) -> list[str]:
-    """Names of the observation features in order (length ``2 * history_length + 7``)."""
+def feature_names(history_length: int, context: bool = False, normalised: bool = False) -> list[str]:
+    """Names of the observation features in order (length ``2 * history_length + 7``, plus 4 with
+    ``context``; module docstring)."""
+    data, since, round_index = (("data_size_quantile", "rounds_since_last_upload_h100", "round_index_h100")
+                                if normalised else ("data_size", "rounds_since_last_upload", "round_fraction"))
     return (
         ["probing_loss"]
         + [f"probe_latency_hist_{i}" for i in range(history_length)]
         + [f"upload_latency_hist_{i}" for i in range(history_length)]
-        + ["model_size_mb", "data_size", "rounds_since_last_upload", "round_fraction", "is_candidate",
-           "global_accuracy"]
+        + ["model_size_mb", data, since, round_index, "is_candidate", "global_accuracy"]
+        + (list(CONTEXT_FEATURES) if context else [])
     )
 
 
-def feature_bounds(history_length: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` float32 arrays of the observation Box."""
-    high = np.array(
-        [5.0] + [50.0] * (2 * history_length) + [1.0, 20.0, 1.0, 1.0, 1.0, 1.0], dtype=np.float32
-    )
+def feature_bounds(history_length: int, context: bool = False, normalised: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` float32 arrays of the observation Box (same arguments as :func:`feature_names`)."""
+    high = [5.0] + [50.0] * (2 * history_length) + [1.0, 1.0 if normalised else 20.0, 1.0, 1.0, 1.0, 1.0]
+    if context:
+        high += [1.0, 1.0, 50.0, 1.0]
+    high = np.array(high, dtype=np.float32)
     return np.zeros_like(high), high
+
+
+def quantile(values: np.ndarray) -> np.ndarray:
+    """``(n,)`` -> ``(n,)`` quantiles ``(rank - 1) / (n - 1)`` with average ranks for ties, 0.5 for
+    ``n = 1``; NaN ranks last (as +inf)."""
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=np.inf)
+    if len(values) == 1:
+        return np.array([0.5])
+    return (rankdata(values, method="average") - 1.0) / (len(values) - 1)
+
+
+def candidate_context(probing_loss: np.ndarray, probe_latency_s: np.ndarray, is_candidate: np.ndarray,
+                      reference_latency_s: float) -> np.ndarray:
+    """``(K, 4)`` columns of :data:`CONTEXT_FEATURES` (module docstring), unclipped.
+
+    Args:
+        probing_loss: ``(K,)`` nats. probe_latency_s: ``(K,)`` newest probing latency, s.
+        is_candidate: ``(K,)`` bool. reference_latency_s: latency scale, s.
+    """
+    k = len(is_candidate)
+    out = np.zeros((k, 4))
+    chosen = np.flatnonzero(is_candidate)
+    if len(chosen):
+        out[chosen, 0] = quantile(np.asarray(probing_loss)[chosen])
+        out[chosen, 1] = quantile(np.asarray(probe_latency_s)[chosen])
+        out[:, 2] = np.max(np.asarray(probe_latency_s)[chosen]) / reference_latency_s
+    out[:, 3] = math.log10(1.0 + len(chosen)) / NUM_CANDIDATES_LOG_SCALE
+    return out
 
 
 def build_observations(
@@ -68,6 +138,8 @@ def build_observations(
     global_accuracy: float,
     num_classes: int,
     reference_latency_s: float,
+    context: bool = False,
+    normalised: bool = False,
 ) -> np.ndarray:
     """Stack every client's scaled, clipped observation.
 
@@ -83,22 +155,35 @@ def build_observations(
         global_accuracy: accuracy of the global model on the reward's split, in [0, 1].
         num_classes: number of labels (scales the loss).
         reference_latency_s: latency scale, s.
+        context, normalised: the layout options (module docstring; ``EnvConfig.observation_context`` and
+            ``EnvConfig.observation_normalised``).
 
     Returns:
-        float32 ``(K, 2h + 7)``, inside :func:`feature_bounds`.
+        float32 ``(K, 2h + 7)`` (``(K, 2h + 11)`` with ``context``), inside :func:`feature_bounds`.
     """
     k, h = probe_latency_hist_s.shape
+    since = np.asarray(rounds_since_upload, dtype=np.float64)[:, None]
+    if normalised:
+        data = quantile(data_size)[:, None]
+        since = np.minimum(since, HORIZON_ROUNDS) / HORIZON_ROUNDS
+        round_column = np.full((k, 1), min(round_index, HORIZON_ROUNDS) / HORIZON_ROUNDS)
+    else:
+        data = (np.asarray(data_size, dtype=np.float64) / np.mean(data_size))[:, None]
+        since = since / num_rounds
+        round_column = np.full((k, 1), round_index / num_rounds)
     columns = [
         np.asarray(probing_loss)[:, None] / math.log(num_classes),
         probe_latency_hist_s / reference_latency_s,
         upload_latency_hist_s / reference_latency_s,
         np.full((k, 1), math.log10(1.0 + model_size_mb) / MODEL_SIZE_MB_LOG_SCALE),
-        (np.asarray(data_size, dtype=np.float64) / np.mean(data_size))[:, None],
-        np.asarray(rounds_since_upload, dtype=np.float64)[:, None] / num_rounds,
-        np.full((k, 1), round_index / num_rounds),
+        data,
+        since,
+        round_column,
         np.asarray(is_candidate, dtype=np.float64)[:, None],
         np.full((k, 1), global_accuracy),
     ]
-    low, high = feature_bounds(h)
+    if context:
+        columns.append(candidate_context(probing_loss, probe_latency_hist_s[:, 0], is_candidate, reference_latency_s))
+    low, high = feature_bounds(h, context, normalised)
     stacked = np.nan_to_num(np.concatenate(columns, axis=1), nan=0.0, posinf=float(high.max()))
     return np.clip(stacked, low, high).astype(np.float32)

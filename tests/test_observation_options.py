@@ -1,0 +1,88 @@
+"""The observation options (fedenv/observation.py): candidate context and K/T-normalised features,
+values worked by hand for a small constructed round; both off by default."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fedenv.env import ClientSelectionEnv
+from fedenv.observation import CONTEXT_FEATURES, build_observations, feature_bounds, feature_names
+from tests.helpers import tiny_config
+
+H = 2
+ROUND = dict(
+    probing_loss=np.array([2.0, 1.0, 9.0, 1.0]),
+    probe_latency_hist_s=np.array([[10.0, 1.0], [30.0, 1.0], [5.0, 1.0], [20.0, 1.0]]),
+    upload_latency_hist_s=np.zeros((4, H)),
+    model_size_mb=1.0,
+    data_size=np.array([100, 300, 200, 200]),
+    rounds_since_upload=np.array([0, 50, 150, 100]),
+    round_index=30,
+    num_rounds=60,
+    is_candidate=np.array([True, True, False, True]),
+    global_accuracy=0.5,
+    num_classes=10,
+    reference_latency_s=10.0,
+)
+
+
+def column(obs: np.ndarray, names: list[str], name: str) -> np.ndarray:
+    return obs[:, names.index(name)]
+
+
+def test_context_columns_by_hand():
+    obs = build_observations(**ROUND, context=True)
+    names = feature_names(H, context=True)
+    assert obs.shape == (4, len(names)) == (4, 2 * H + 11)
+    # losses of the candidates 0, 1, 3: 2, 1, 1 -> average ranks 3, 1.5, 1.5 of 3 -> (rank - 1) / 2
+    np.testing.assert_allclose(column(obs, names, "probing_loss_quantile"), [1.0, 0.25, 0.0, 0.25])
+    # newest probing latencies 10, 30, 20 -> ranks 1, 3, 2
+    np.testing.assert_allclose(column(obs, names, "probe_latency_quantile"), [0.0, 1.0, 0.0, 0.5])
+    # the slowest candidate's probe (30 s; client 2's 5 s is no candidate) over 10 s, for every client
+    np.testing.assert_allclose(column(obs, names, "slowest_probe_latency"), [3.0] * 4)
+    np.testing.assert_allclose(column(obs, names, "num_candidates_log"), [math.log10(4) / 3] * 4, rtol=1e-6)
+    # the default columns are untouched
+    np.testing.assert_array_equal(obs[:, :2 * H + 7], build_observations(**ROUND))
+
+
+def test_a_single_candidate_sits_at_the_median():
+    obs = build_observations(**{**ROUND, "is_candidate": np.array([False, True, False, False])}, context=True)
+    names = feature_names(H, context=True)
+    np.testing.assert_allclose(column(obs, names, "probing_loss_quantile"), [0.0, 0.5, 0.0, 0.0])
+    np.testing.assert_allclose(column(obs, names, "slowest_probe_latency"), [3.0] * 4)
+
+
+def test_normalised_columns_by_hand():
+    names = feature_names(H, normalised=True)
+    obs = build_observations(**ROUND, normalised=True)
+    # sizes 100, 300, 200, 200 -> average ranks 1, 4, 2.5, 2.5 of 4 -> (rank - 1) / 3
+    np.testing.assert_allclose(column(obs, names, "data_size_quantile"), [0.0, 1.0, 0.5, 0.5])
+    np.testing.assert_allclose(column(obs, names, "rounds_since_last_upload_h100"), [0.0, 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(column(obs, names, "round_index_h100"), [0.3] * 4)
+    # the same round of a federation twice as long, with every client twice as large, reads the same
+    longer = build_observations(**{**ROUND, "num_rounds": 120, "data_size": 2 * ROUND["data_size"]},
+                                normalised=True)
+    np.testing.assert_array_equal(obs, longer)
+    plain = build_observations(**ROUND)
+    default = feature_names(H)
+    np.testing.assert_allclose(column(plain, default, "rounds_since_last_upload"), [0, 50 / 60, 1.0, 1.0],
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("context", [False, True])
+@pytest.mark.parametrize("normalised", [False, True])
+def test_the_env_observes_the_chosen_layout_inside_its_box(context, normalised):
+    env = ClientSelectionEnv(tiny_config(observation_context=context, observation_normalised=normalised))
+    assert env.feature_names == feature_names(env.config.history_length, context, normalised)
+    low, high = feature_bounds(env.config.history_length, context, normalised)
+    observations, _ = env.reset(seed=3)
+    space = env.observation_space("client_0")["observation"]
+    np.testing.assert_array_equal(space.high, high)
+    for value in observations.values():
+        assert value["observation"].shape == low.shape
+        assert space.contains(value["observation"])
+    assert set(CONTEXT_FEATURES) <= set(env.feature_names) if context else not set(CONTEXT_FEATURES) & set(
+        env.feature_names)
