@@ -38,7 +38,7 @@ from agents.episodes import EpisodeSummary, RunningEpisode
 from agents.policy import GreedyPolicy
 from agents.ray_training import ray_source
 from agents.replay import ReplayBuffer
-from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
+from agents.rollout import TRAINING_TEST_REPORTS, LocalSource, RolloutSource, exploration_epsilon
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from agents.vdn import QNetwork, VDNLearner
@@ -84,8 +84,9 @@ class Trainer:
                    for v in (episodes, seed, schedule_episodes)):
             raise ValueError(f"episodes={episodes!r}, seed={seed!r} and schedule_episodes={schedule_episodes!r} "
                              f"must be integers")
-        self.source: RolloutSource = (LocalSource(VectorClientSelectionEnv(env_config, num_envs)) if ray_options is None
-                                      else ray_source(env_config, vdn_config, ray_options, num_envs, int(seed)))
+        self.source: RolloutSource = (
+            LocalSource(VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)) if ray_options is None
+            else ray_source(env_config, vdn_config, ray_options, num_envs, int(seed)))
         self.env = self.source.env
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
@@ -303,8 +304,8 @@ def train_vdn(
         tensorboard = TensorBoardCallback(run_dir, trainer.steps if resume else None) if run_dir is not None else None
         callbacks = [c for c in (tensorboard, ProgressCallback(progress)) if c is not None]
         if val_seeds is not None:
-            callbacks.append(ValidationCallback(eval_interval, ClientSelectionEnv(env_config), val_seeds, run_dir,
-                                                tensorboard))
+            validation_env = ClientSelectionEnv(env_config, report_test_accuracy=TRAINING_TEST_REPORTS)
+            callbacks.append(ValidationCallback(eval_interval, validation_env, val_seeds, run_dir, tensorboard))
         if run_dir is not None:
             callbacks.append(CheckpointCallback(Path(run_dir) / CHECKPOINT_NAME, checkpoint_interval, tensorboard))
         summaries = learn(trainer, callbacks)
