@@ -209,8 +209,8 @@ class FederationSimulator:
         has_validation = len(self.federation.validation_y) > 0
         self.validation_accuracy = self.federation.evaluate("validation")[0] if has_validation else float("nan")
         self._test_accuracy: float | None = None
-        self.reward_accuracy = {"validation": self.validation_accuracy,
-                                "test": self.test_accuracy}[self.config.reward_accuracy_split]
+        self.reward_accuracy = (self.test_accuracy if self.config.reward_accuracy_split == "test"
+                                else self.validation_accuracy)
 
     @property
     def test_accuracy(self) -> float:
