@@ -22,7 +22,8 @@ def play(env: ClientSelectionEnv, seed: int) -> list[tuple]:
 
 def test_episode_end_reports_nan_before_the_last_step_and_the_every_round_value_on_it():
     config = tiny_config(num_rounds=3)
-    every, once = play(ClientSelectionEnv(config), 7), play(ClientSelectionEnv(config, report_test_accuracy="episode_end"), 7)
+    every = play(ClientSelectionEnv(config), 7)
+    once = play(ClientSelectionEnv(config, report_test_accuracy="episode_end"), 7)
     assert len(every) == len(once) == 4
     for (r_every, i_every, o_every), (r_once, i_once, o_once) in zip(every, once):
         assert r_every == r_once
@@ -55,7 +56,8 @@ def test_episode_end_scores_the_test_split_once_per_episode(monkeypatch):
 
 def test_a_test_split_reward_scores_it_every_round_whatever_the_reports():
     config = tiny_config(num_rounds=2, reward_accuracy_split="test")
-    every, once = play(ClientSelectionEnv(config), 3), play(ClientSelectionEnv(config, report_test_accuracy="episode_end"), 3)
+    every = play(ClientSelectionEnv(config), 3)
+    once = play(ClientSelectionEnv(config, report_test_accuracy="episode_end"), 3)
     assert [r for r, _, _ in every] == [r for r, _, _ in once]
 
 
