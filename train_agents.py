@@ -80,6 +80,7 @@ class RunPlan:
     num_envs: int = 1
     checkpoint_interval: int = DEFAULT_CHECKPOINT_INTERVAL
     eval_seeds: tuple[int, ...] = HELD_OUT_SEEDS
+    overlap_learner: bool = False
 
     def to_json(self) -> str:
         """Standard JSON (:func:`fedenv.fileio.json_text`: an infinity is ``null``, read back as infinity)."""
@@ -87,7 +88,8 @@ class RunPlan:
                           "init_from": self.init_from, "eval_interval": self.eval_interval,
                           "val_seeds": list(self.val_seeds), "eval_seeds": list(self.eval_seeds),
                           "num_envs": self.num_envs, "checkpoint_interval": self.checkpoint_interval,
-                          "env": self.env_config.to_dict(), "vdn": self.vdn_config.to_dict()}, indent=2) + "\n"
+                          "overlap_learner": self.overlap_learner, "env": self.env_config.to_dict(),
+                          "vdn": self.vdn_config.to_dict()}, indent=2) + "\n"
 
 
 def build_parser() -> FlagParser:
@@ -147,6 +149,11 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
                        help="torch intra-op and inter-op threads (default: %(default)s, measured: a second "
                             "thread does not speed up the small per-client training)")
+    group.add_argument("--overlap-learner", action="store_true", default=None,
+                       help="run the learner's gradient steps in a second thread while the next episode plays "
+                            "(Ape-X-style actor/learner split: the actor acts with the weights of the episode's "
+                            "start; deterministic given the seed, but other weights than the default loop's; "
+                            "off by default; a resumed run keeps its own unless the flag is given). Local runs only")
     group.add_argument("--init-from", default=None, metavar="CHECKPOINT",
                        help="start from this checkpoint's Q-network weights (fine-tuning on another setting; "
                             "the observation layouts and --vdn-hidden must match)")
@@ -185,7 +192,7 @@ def read_run_plan(run_dir: Path) -> RunPlan:
                    saved.get("init_from"), int(saved.get("eval_interval", 0)),
                    tuple(saved.get("val_seeds", VALIDATION_SEEDS)), int(saved.get("num_envs", 1)),
                    int(saved.get("checkpoint_interval", DEFAULT_CHECKPOINT_INTERVAL)),
-                   tuple(saved.get("eval_seeds", HELD_OUT_SEEDS)))
+                   tuple(saved.get("eval_seeds", HELD_OUT_SEEDS)), bool(saved.get("overlap_learner", False)))
 
 
 def configuration_flags_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
@@ -240,9 +247,9 @@ def new_plans(args: argparse.Namespace) -> list[RunPlan]:
 
 
 def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
-    """``plan`` with ``--eval-interval``, ``--val-seeds``, ``--eval-seeds``, ``--num-envs`` and
-    ``--checkpoint-interval`` where given (else its own: a resumed run keeps validating, comparing and
-    batching as it did), checked.
+    """``plan`` with ``--eval-interval``, ``--val-seeds``, ``--eval-seeds``, ``--num-envs``,
+    ``--checkpoint-interval`` and ``--overlap-learner`` where given (else its own: a resumed run keeps
+    validating, comparing and batching as it did), checked.
 
     Raises:
         ValueError: a negative validation interval, a checkpoint interval or ``--num-envs`` below 1, or bad
@@ -255,6 +262,8 @@ def with_validation(plan: RunPlan, args: argparse.Namespace) -> RunPlan:
     for flag, value in (("--checkpoint-interval", plan.checkpoint_interval), ("--num-envs", plan.num_envs)):
         if value < 1:
             raise ValueError(f"{flag}={value} must be >= 1")
+    if args.overlap_learner is not None:
+        plan.overlap_learner = args.overlap_learner
     if args.eval_interval is not None:
         plan.eval_interval = args.eval_interval
     if args.val_seeds is not None:
@@ -298,7 +307,8 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
                            plan.checkpoint_interval, progress="lines" if args.no_progress else "auto",
                            resume=bool(args.resume), num_envs=plan.num_envs, schedule_episodes=plan.schedule_episodes,
                            eval_interval=plan.eval_interval, val_seeds=plan.val_seeds,
-                           init_from=None if args.resume else plan.init_from, ray_options=ray_options)
+                           init_from=None if args.resume else plan.init_from, ray_options=ray_options,
+                           overlap_learner=plan.overlap_learner)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
     if plan.eval_seeds:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from agents.config import VDNConfig
-from agents.rollout import EpisodeRollout, Learner, Step, play, play_rollouts
+from agents.rollout import TRAINING_TEST_REPORTS, EpisodeRollout, Learner, Step, play, play_rollouts
 from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions, start_ray
@@ -58,7 +58,7 @@ class FederationWorker(WorkerProcess):
     """A sync actor: ``num_envs`` federations of ``env_config`` that the learner plays round by round."""
 
     def __init__(self, env_config: EnvConfig, num_envs: int):
-        self.vector = VectorClientSelectionEnv(env_config, num_envs)
+        self.vector = VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)
         self._seeds: list[int] | None = None
         self._played: list[int] = []
 
@@ -154,7 +154,7 @@ class RolloutWorker(WorkerProcess):
     """An asynchronous actor: ``num_envs`` federations and an epsilon-greedy copy of the Q-network."""
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, seed: int, num_envs: int):
-        self.vector = VectorClientSelectionEnv(env_config, num_envs)
+        self.vector = VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)
         env = self.vector.envs[0]
         self.actor = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed)
         self.seed = seed

@@ -33,6 +33,11 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 TRAINING_SEED_BASE = 10_000
+TRAINING_TEST_REPORTS = "episode_end"
+"""``report_test_accuracy`` of the envs that play training and validation episodes
+(:class:`fedenv.env.ClientSelectionEnv`): their summaries report the final test accuracy only, so the test
+split is scored once per episode (the trained weights are the same either way: the test split feeds
+neither reward nor observation)."""
 EXPLORATION_STREAM = 2
 """Third entry of an asynchronous actor's exploration generator's seed ``(run seed, episode, 2)`` (the
 trainer's replay sampling uses ``(run seed, 1)``)."""

@@ -18,9 +18,11 @@ run with ``schedule_episodes=20``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +40,7 @@ from agents.episodes import EpisodeSummary, RunningEpisode
 from agents.policy import GreedyPolicy, variant_name
 from agents.ray_training import ray_source
 from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
-from agents.rollout import LocalSource, RolloutSource, exploration_epsilon
+from agents.rollout import TRAINING_TEST_REPORTS, LocalSource, RolloutSource, exploration_epsilon
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from agents.vdn import QNetwork, VDNLearner
@@ -69,23 +71,38 @@ class Trainer:
             ``exploration_final_eps`` when episodes end early (``target_accuracy``).
         ray_options: play the episodes on Ray actors (:func:`agents.ray_training.ray_source`); None: in
             this process (:class:`~agents.rollout.LocalSource`).
+        overlap_learner: the learner's gradient steps run in a second thread while the next batch of
+            episodes plays (the actor/learner split of Ape-X, Horgan et al., ICLR 2018, in one process):
+            the actor acts with a copy of the Q-network taken when the batch starts, and the gradient steps
+            due after each environment step of a batch (the same number as without it) run while the next
+            batch plays, sampling the replay buffer as it stood at that batch's start; the last batch's run
+            after it. Deterministic given the seed (each thread draws from its own generator), but not the
+            weights of the default loop: actions lag the learner by one batch. Local runs only.
 
     Attributes:
         source: the rollout source (:class:`~agents.rollout.RolloutSource`); :meth:`close` releases it.
+        pending_train_steps: with ``overlap_learner``, the environment step counts whose gradient steps
+            are still due (run while the next batch plays; kept in the checkpoint).
 
     Raises:
-        ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer.
+        ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer; ``overlap_learner``
+            with ``ray_options``.
     """
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
-                 num_envs: int = 1, schedule_episodes: int | None = None, ray_options: RayOptions | None = None):
+                 num_envs: int = 1, schedule_episodes: int | None = None, ray_options: RayOptions | None = None,
+                 overlap_learner: bool = False):
+        if overlap_learner and ray_options is not None:
+            raise ValueError("overlap_learner trains beside episodes played in this process; with ray_options the "
+                             "Ray actors already play apart from the learner")
         schedule_episodes = episodes if schedule_episodes is None else schedule_episodes
         if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                    for v in (episodes, seed, schedule_episodes)):
             raise ValueError(f"episodes={episodes!r}, seed={seed!r} and schedule_episodes={schedule_episodes!r} "
                              f"must be integers")
-        self.source: RolloutSource = (LocalSource(VectorClientSelectionEnv(env_config, num_envs)) if ray_options is None
-                                      else ray_source(env_config, vdn_config, ray_options, num_envs, int(seed)))
+        self.source: RolloutSource = (
+            LocalSource(VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)) if ray_options is None
+            else ray_source(env_config, vdn_config, ray_options, num_envs, int(seed)))
         self.env = self.source.env
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
@@ -98,39 +115,79 @@ class Trainer:
         self.steps = 0
         self.episode = 0
         self.best_eval_return: float | None = None  # best validation team return so far (agents.validation)
+        self.overlap_learner = bool(overlap_learner)
+        self.pending_train_steps: list[int] = []
+        self._actor_q = copy.deepcopy(self.learner.q) if self.overlap_learner else None
+        self._learner_thread = ThreadPoolExecutor(1, thread_name_prefix="vdn-learner") if self.overlap_learner else None
 
     def play_episodes(self) -> list[EpisodeSummary]:
         """Play the source's next episodes (locally: ``min(num_envs, episodes left)`` side by side), storing
-        each environment step's transitions and training after it as configured. Returns their summaries
-        in episode order, TD losses and ``rounds_played`` filled in."""
+        each environment step's transitions and training after it as configured (with ``overlap_learner``:
+        :meth:`_play_beside_learner`). Returns their summaries in episode order, TD losses and
+        ``rounds_played`` filled in."""
+        if self.overlap_learner:
+            return self._play_beside_learner()
         losses: dict[int, list[float]] = {}
         ended = []
         for step in self.source.steps(self):
             for transition in step.transitions:
                 self.buffer.add(transition)
             self.steps += 1
-            losses.setdefault(step.episode, []).extend(self._train())
+            losses.setdefault(step.episode, []).extend(self._train_after(self.steps))
             if step.summary is not None:
                 ended.append((step.episode, dataclasses.replace(step.summary, td_losses=losses[step.episode],
                                                                 rounds_played=self.steps)))
         self.episode += len(ended)
         return [summary for _, summary in sorted(ended, key=lambda item: item[0])]
 
+    def _play_beside_learner(self) -> list[EpisodeSummary]:
+        """:meth:`play_episodes` with ``overlap_learner``: the gradient steps of :attr:`pending_train_steps`
+        run in the learner thread while this batch plays with the actor's copy of the Q-network; the batch's
+        transitions are stored after both end, and its steps become the pending ones (run here at once
+        after the run's last batch). The TD losses of the gradient steps run meanwhile go to the batch's
+        first summary."""
+        self._actor_q.load_state_dict(self.learner.q.state_dict())
+        due, self.pending_train_steps = self.pending_train_steps, []
+        training = self._learner_thread.submit(lambda: [loss for s in due for loss in self._train_after(s)])
+        played, ended = [], []
+        try:
+            for step in self.source.steps(self):
+                played.append(step.transitions)
+                self.steps += 1
+                self.pending_train_steps.append(self.steps)
+                if step.summary is not None:
+                    ended.append((step.episode, step.summary, self.steps))
+        finally:
+            losses = training.result()
+        for transitions in played:
+            for transition in transitions:
+                self.buffer.add(transition)
+        self.episode += len(ended)
+        if self.episode >= self.episodes:
+            losses += [loss for s in self.pending_train_steps for loss in self._train_after(s)]
+            self.pending_train_steps = []
+        ended.sort(key=lambda item: item[0])
+        return [dataclasses.replace(summary, td_losses=losses if i == 0 else [], rounds_played=steps)
+                for i, (_, summary, steps) in enumerate(ended)]
+
     def act(self, r: RunningEpisode) -> np.ndarray:
-        """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network and
-        the learner's exploration generator; sets ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
+        """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with
+        ``overlap_learner``: the actor's copy of it) and the learner's exploration generator; sets
+        ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
         r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
-        return self.learner.act(r.obs, r.mask, r.epsilon)
+        return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q)
 
     def close(self) -> None:
-        """Release the rollout source (Ray actors); the learner's state stays readable."""
+        """Release the rollout source (Ray actors) and the learner thread; the learner's state stays readable."""
         self.source.close()
+        if self._learner_thread is not None:
+            self._learner_thread.shutdown()
 
-    def _train(self) -> list[float]:
-        """The TD losses of the gradient steps due after environment step ``self.steps`` (none before
+    def _train_after(self, step: int) -> list[float]:
+        """The TD losses of the gradient steps due after environment step ``step`` (none before
         ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps)."""
         config = self.vdn_config
-        if self.steps < config.learning_starts or self.steps % config.train_freq or not len(self.buffer):
+        if step < config.learning_starts or step % config.train_freq or not len(self.buffer):
             return []
         losses = []
         for _ in range(config.gradient_steps):
@@ -168,6 +225,7 @@ class Trainer:
                 "buffer": self.buffer.state_dict(),
                 "sample_rng": self.sample_rng.bit_generator.state,
                 "best_eval_return": self.best_eval_return,
+                "pending_train_steps": list(self.pending_train_steps),
             },
         }
 
@@ -178,7 +236,8 @@ class Trainer:
 
         Raises:
             ValueError: the checkpoint was written for another configuration, seed or exploration schedule,
-                or has played more than ``episodes`` episodes.
+                has played more than ``episodes`` episodes, or has gradient steps due (``overlap_learner``)
+                and this trainer has no learner thread.
         """
         training = document.get("training")
         if training is None:
@@ -190,6 +249,9 @@ class Trainer:
                 f"the checkpoint belongs to a run with seed {training['seed']} whose epsilon anneals over "
                 f"{_schedule_episodes(document)} episodes, not seed {self.seed} over {self.schedule_episodes}"
             )
+        if training.get("pending_train_steps") and not self.overlap_learner:
+            raise ValueError("the checkpoint was written by a run with overlap_learner whose last gradient steps "
+                             "are still due: resume it with overlap_learner")
         if document["episodes"] > self.episodes:
             raise ValueError(f"the checkpoint has played {document['episodes']} episodes, more than the "
                              f"{self.episodes} asked for (a run can be extended, not shortened)")
@@ -198,6 +260,7 @@ class Trainer:
         self.sample_rng.bit_generator.state = training["sample_rng"]
         self.steps, self.episode = int(document["env_steps"]), int(document["episodes"])
         self.best_eval_return = training.get("best_eval_return")
+        self.pending_train_steps = [int(s) for s in training.get("pending_train_steps", [])]
 
     def initialise_from(self, document: dict) -> None:
         """Start from another run's Q-network (fine-tuning): online and target networks take its weights,
@@ -282,6 +345,7 @@ def train_vdn(
     val_seeds: tuple[int, ...] | list[int] = VALIDATION_SEEDS,
     init_from: str | Path | None = None,
     ray_options: RayOptions | None = None,
+    overlap_learner: bool = False,
 ) -> tuple[Trainer, list[EpisodeSummary]]:
     """Train VDN agents until ``episodes`` episodes have been played (:func:`learn` with the callbacks below).
 
@@ -296,6 +360,7 @@ def train_vdn(
     checkpoint whose Q-network weights start a new run (:meth:`Trainer.initialise_from`). ``ray_options``:
     the episodes are played by Ray actors (:mod:`agents.ray_training`; ``num_envs`` per actor), which are
     ended before this returns; the checkpoints are the local run's, so either kind of run resumes the other.
+    ``overlap_learner``: gradient steps in a second thread beside the episodes (:class:`Trainer`).
 
     Returns:
         The trainer and the summaries of the episodes played by this call.
@@ -315,7 +380,8 @@ def train_vdn(
     if document is not None and schedule_episodes is None:
         schedule_episodes = _schedule_episodes(document)
     start = load_checkpoint(init_from) if init_from is not None else None
-    trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs, schedule_episodes, ray_options)
+    trainer = Trainer(env_config, vdn_config, episodes, seed, num_envs, schedule_episodes, ray_options,
+                      overlap_learner)
     try:
         if document is not None:
             trainer.restore(document)
@@ -324,8 +390,8 @@ def train_vdn(
         tensorboard = TensorBoardCallback(run_dir, trainer.steps if resume else None) if run_dir is not None else None
         callbacks = [c for c in (tensorboard, ProgressCallback(progress)) if c is not None]
         if val_seeds is not None:
-            callbacks.append(ValidationCallback(eval_interval, ClientSelectionEnv(env_config), val_seeds, run_dir,
-                                                tensorboard))
+            validation_env = ClientSelectionEnv(env_config, report_test_accuracy=TRAINING_TEST_REPORTS)
+            callbacks.append(ValidationCallback(eval_interval, validation_env, val_seeds, run_dir, tensorboard))
         if run_dir is not None:
             callbacks.append(CheckpointCallback(Path(run_dir) / CHECKPOINT_NAME, checkpoint_interval, tensorboard))
         summaries = learn(trainer, callbacks)

@@ -95,15 +95,16 @@ class VDNLearner:
         self.last_td_errors: np.ndarray | None = None
         self.rng = np.random.default_rng(seed)
 
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
-        """``Q(o_n, .)`` for ``(K, d)`` observations -> ``(K, 2)``."""
+    def q_values(self, obs: np.ndarray, q: QNetwork | None = None) -> np.ndarray:
+        """``Q(o_n, .)`` for ``(K, d)`` observations -> ``(K, 2)``, with ``q`` (default: the online network)."""
         with torch.no_grad():
-            return self.q(torch.as_tensor(obs, device=self.device)).cpu().numpy()
+            return (self.q if q is None else q)(torch.as_tensor(obs, device=self.device)).cpu().numpy()
 
-    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float) -> np.ndarray:
+    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: QNetwork | None = None) -> np.ndarray:
         """Epsilon-greedy joint action ``(K,)``: each agent independently explores with probability
-        ``epsilon`` among its allowed actions; masked actions are never chosen."""
-        q = np.where(mask > 0, self.q_values(obs), -np.inf)
+        ``epsilon`` among its allowed actions; masked actions are never chosen. ``q``: the network that
+        acts (default: the online network; an actor's copy of it when the learner trains meanwhile)."""
+        q = np.where(mask > 0, self.q_values(obs, q), -np.inf)
         actions = q.argmax(axis=1)
         explore = self.rng.random(len(actions)) < epsilon
         random_actions = (self.rng.random(len(actions)) < 0.5).astype(np.int64) * (mask[:, 1] > 0)

@@ -26,6 +26,7 @@ from gymnasium import spaces
 
 from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess
+from fedenv.names import check_known
 from fedenv.observation import build_observations, feature_bounds, feature_names
 from fedenv.reward import charged_traffic_mb, team_reward
 from fedenv.round_records import RoundOutcome
@@ -37,6 +38,10 @@ INFO_KEYS = (
     "aggregation_weight", "online", "idle", "probe_loss", "probe_loss_sq", "probe_latency_s", "upload_latency_s",
     "data_size", "wall_clock_s",
 )
+
+TEST_ACCURACY_REPORTS = ("every_round", "episode_end")
+"""When the infos carry ``test_accuracy``: after reset and every round, or only on an episode's last step
+(NaN before it; what training needs, one test-split evaluation per episode instead of ``num_rounds + 1``)."""
 
 REPORT_ONLY_INFO_KEYS = ("test_accuracy",)
 """Info keys for reports only: :func:`policy_infos` leaves them out of what a policy is shown."""
@@ -53,6 +58,10 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
 
     Args:
         config: an :class:`~fedenv.config.EnvConfig` (defaults if omitted).
+        report_test_accuracy: one of :data:`TEST_ACCURACY_REPORTS`: ``"every_round"`` (default) or
+            ``"episode_end"`` (``test_accuracy`` is NaN in the infos before the episode's last step, and
+            the test split is scored once per episode unless the reward uses it). Nothing else changes:
+            the test split feeds neither reward nor observation by default.
         **overrides: fields replacing those of ``config``.
 
     Spaces:
@@ -85,12 +94,15 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         feature_names: names of the observation features, in order.
 
     Raises:
-        ValueError: a configuration value is invalid (the message names the field).
+        ValueError: a configuration value is invalid (the message names the field), or an unknown
+            ``report_test_accuracy``.
     """
 
     metadata = {"name": "fedenv_client_selection_v0", "render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, config: EnvConfig | None = None, **overrides):
+    def __init__(self, config: EnvConfig | None = None, *, report_test_accuracy: str = "every_round", **overrides):
+        check_known(report_test_accuracy, TEST_ACCURACY_REPORTS, "report_test_accuracy")
+        self.report_test_accuracy = report_test_accuracy
         self.config = dataclasses.replace(config or EnvConfig(), **overrides).validate()
         cfg = self.config
         self.render_mode = None
@@ -262,11 +274,13 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         candidate[sim.candidates] = True
         flags = self._round_flags()
         clients = sim.clients
+        test_accuracy = (float(sim.test_accuracy) if self._done or self.report_test_accuracy == "every_round"
+                         else float("nan"))
         return {
             agent: {
                 "round": sim.round,
                 "validation_accuracy": float(sim.validation_accuracy),
-                "test_accuracy": float(sim.test_accuracy),
+                "test_accuracy": test_accuracy,
                 "round_latency_s": float(last.latency_s) if last else 0.0,
                 "upload_mb": float(last.upload_mb) if last else 0.0,
                 "download_mb": float(last.download_mb) if last else 0.0,

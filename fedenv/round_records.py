@@ -61,7 +61,6 @@ class RoundOutcome:
             without probing, stragglers included).
         reward_accuracy, previous_reward_accuracy: accuracy of the global model after and before the round
             on the split ``EnvConfig.reward_accuracy_split`` names (what the reward uses).
-        test_accuracy: test accuracy after the round, for reporting only.
         idle: nobody was online: the round only advanced the clock.
     """
 
@@ -76,7 +75,6 @@ class RoundOutcome:
     download_mb: float
     reward_accuracy: float
     previous_reward_accuracy: float
-    test_accuracy: float
     idle: bool
 
 

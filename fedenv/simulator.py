@@ -200,16 +200,24 @@ class FederationSimulator:
         downloads = len(candidates) if cfg.probing else len(selected)
         return RoundOutcome(candidates, selected, completed, usable, kept, np.asarray(weights), float(latency_s),
                             self.model_size_mb * len(completed), self.model_size_mb * downloads,
-                            self.reward_accuracy, previous, self.test_accuracy, len(candidates) == 0)
+                            self.reward_accuracy, previous, len(candidates) == 0)
 
     def _score(self) -> None:
-        """Score the global model on the validation split (NaN without one) and on the test split; the
-        reward's accuracy is the split ``config.reward_accuracy_split`` names."""
+        """Score the global model on the validation split (NaN without one); the reward's accuracy is the
+        split ``config.reward_accuracy_split`` names. The test split is scored when :attr:`test_accuracy`
+        is first read after the model changed (reports only: a training episode reads it at its end)."""
         has_validation = len(self.federation.validation_y) > 0
         self.validation_accuracy = self.federation.evaluate("validation")[0] if has_validation else float("nan")
-        self.test_accuracy = self.federation.evaluate("test")[0]
-        self.reward_accuracy = {"validation": self.validation_accuracy,
-                                "test": self.test_accuracy}[self.config.reward_accuracy_split]
+        self._test_accuracy: float | None = None
+        self.reward_accuracy = (self.test_accuracy if self.config.reward_accuracy_split == "test"
+                                else self.validation_accuracy)
+
+    @property
+    def test_accuracy(self) -> float:
+        """Accuracy (fraction) of the current global model on the test split, scored once per model."""
+        if self._test_accuracy is None:
+            self._test_accuracy = self.federation.evaluate("test")[0]
+        return self._test_accuracy
 
     def _first_epoch_s(self, clients: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(download_s, epoch_s)`` of ``clients`` this round, s: model download and one local epoch of

@@ -65,18 +65,19 @@ class VectorClientSelectionEnv:
     Args:
         config: the configuration every federation uses.
         num_envs: B (>= 1).
+        report_test_accuracy: when the infos carry ``test_accuracy`` (:class:`ClientSelectionEnv`).
 
     Attributes:
         envs: the B :class:`ClientSelectionEnv` copies (read their attributes freely).
 
     Raises:
-        ValueError: ``num_envs < 1`` or an invalid configuration.
+        ValueError: ``num_envs < 1``, an invalid configuration or an unknown ``report_test_accuracy``.
     """
 
-    def __init__(self, config: EnvConfig, num_envs: int):
+    def __init__(self, config: EnvConfig, num_envs: int, report_test_accuracy: str = "every_round"):
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r} must be an integer >= 1")
-        self.envs = [ClientSelectionEnv(config) for _ in range(num_envs)]
+        self.envs = [ClientSelectionEnv(config, report_test_accuracy=report_test_accuracy) for _ in range(num_envs)]
         self.possible_agents = self.envs[0].possible_agents
 
     @property

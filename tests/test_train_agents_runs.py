@@ -151,3 +151,22 @@ def test_config_json_is_standard_json_and_reads_back_the_run_configuration_with_
     assert planned.vdn_config.max_grad_norm == float("inf")
     read_back = train_agents.read_run_plan(run_dir)
     assert (read_back.env_config, read_back.vdn_config) == (planned.env_config, planned.vdn_config)
+
+
+def test_overlap_learner_is_recorded_and_kept_on_resume(tmp_path, monkeypatch):
+    seen = []
+    original = train_agents.train_vdn
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["overlap_learner"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(train_agents, "train_vdn", recording)
+    runs = {}
+    for name, flags in (("overlap", ["--overlap-learner"]), ("default", [])):
+        runs[name] = tmp_path / name
+        assert train_agents.main(["--episodes", "2", "--run-dir", str(runs[name]), *flags, *TINY_FLAGS]) == 0
+    assert json.loads((runs["overlap"] / "config.json").read_text())["overlap_learner"] is True
+    assert json.loads((runs["default"] / "config.json").read_text())["overlap_learner"] is False
+    assert train_agents.main(["--resume", str(runs["overlap"]), "--episodes", "3", "--eval-seeds"]) == 0
+    assert seen == [True, False, True]  # the resumed run keeps the setting its config.json records
