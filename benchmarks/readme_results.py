@@ -1,17 +1,20 @@
 """Regenerate the results tables of the default federation from scratch: the documentation's results page
-(docs/results/default.md) and README's headline table.
+(docs/results/default.md) and README's headline tables.
 
-    python benchmarks/readme_results.py                 # train the default run (about 10 min on 2 cores), evaluate
-    python benchmarks/readme_results.py --checkpoint runs/default/checkpoint.pt --write
-    python benchmarks/readme_results.py --quick         # CI-sized: 3 training episodes, 2 rounds, 2 eval seeds
+    python benchmarks/readme_results.py                 # train 5 seeds of the main job (about 10 min each), evaluate
+    python benchmarks/readme_results.py --checkpoint runs/r/seed_*/checkpoint.pt --write
+    python benchmarks/readme_results.py --quick         # CI-sized: 2 seeds of 3 episodes, 2 rounds, 2 eval seeds
 
-Trains the default run (``python train_agents.py --run-dir OUT/run``) unless ``--checkpoint`` is given,
-evaluates it next to every fixed policy (``python evaluate.py --checkpoint ... --policies all --episodes
-5 --out OUT/eval``) and prints the results markdown: the summary table (mean +- std over evaluation
-seeds, with each policy's probing mode, upload, download and both) and the per-seed table (final test
-accuracy / team return), with the git commit that produced them. ``--write`` replaces the results page's
-text between the markers ``<!-- results:start -->`` and ``<!-- results:end -->`` with it, and README's text
-between ``<!-- headline:start -->`` and ``<!-- headline:end -->`` with the summary table.
+Trains the main job on training seeds 0-4 (``python train_agents.py --seeds 0 1 2 3 4 --run-dir OUT/run``)
+unless ``--checkpoint`` is given, evaluates the runs pooled as one learned policy next to every fixed policy
+(``python evaluate.py --checkpoint ... --policies all --episodes 10 --out OUT/eval``, held-out seeds
+1000-1009) and prints the results markdown: the summary table (mean +- std over evaluation seeds and
+training runs, with each policy's probing mode, upload, download and both), the paired differences to
+FedAvg and to the best fixed policy with their 95 % bootstrap intervals (over evaluation seeds and training
+runs, :mod:`fedenv.evaluation.paired`) and the per-seed table (final test accuracy / team return), with the
+git commit that produced them. ``--write`` replaces the results page's text between the markers
+``<!-- results:start -->`` and ``<!-- results:end -->`` with it, and README's text between
+``<!-- headline:start -->`` and ``<!-- headline:end -->`` with the summary and paired tables.
 """
 
 from __future__ import annotations
@@ -33,6 +36,11 @@ FORMATS = {"final_accuracy": "{:.4f}", "total_latency_s": "{:.1f}", "total_uploa
 """The summary table's columns (results.json metric names) and their number formats."""
 QUICK_TRAINING = ["--episodes", "3", "--num-rounds", "2", "--vdn-learning-starts", "2", "--test-samples", "300"]
 QUICK_EPISODES = 2
+TRAINING_SEEDS = ("0", "1", "2", "3", "4")
+"""Training seeds of the headline: five runs of the main job (Agarwal et al., NeurIPS 2021, ask for several)."""
+QUICK_SEEDS = ("0", "1")
+EPISODES = 10
+"""Held-out evaluation seeds of the headline (1000-1009)."""
 
 
 def run(command: list[str]) -> None:
@@ -96,12 +104,49 @@ def per_seed_table(document: dict) -> str:
     return "\n".join(lines)
 
 
+def paired_table(document: dict) -> str:
+    """Markdown table of results.json's ``paired_differences``: per policy, its mean team return and final
+    accuracy minus each reference's on the same seeds, with the 95 % interval and the label read from it."""
+    rows = document["paired_differences"]
+    roles = list(dict.fromkeys(r["role"] for r in rows))
+    names = {r["role"]: r["reference"] for r in rows}
+    cells: dict[str, dict[tuple[str, str], str]] = {}
+    for r in rows:
+        fmt = FORMATS[r["metric"]].replace("{:", "{:+")
+        cell = fmt.format(r["difference"])
+        if r["label"] is not None:
+            cell += f" [{fmt.format(r['ci_low'])}, {fmt.format(r['ci_high'])}] {r['label']}"
+        cells.setdefault(r["policy"], {})[(r["role"], r["metric"])] = cell
+    columns = [(role, metric) for role in roles for metric in ("team_return", "final_accuracy")]
+    titles = {"team_return": "return", "final_accuracy": "test accuracy"}
+    header = "| policy | " + " | ".join(f"{titles[m]} - {names[role]}" for role, m in columns) + " |"
+    lines = [header, "|---|" + "---|" * len(columns)]
+    for policy, by_column in cells.items():
+        lines.append(f"| {policy} | " + " | ".join(by_column.get(c, "") for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def paired_caption(document: dict) -> str:
+    """What the paired table compares: its references, seeds, training runs and bootstrap."""
+    rows = document["paired_differences"]
+    first = rows[0]
+    runs = {r["policy"]: r["runs"] for r in rows if r["runs"] > 1}
+    over = f"{first['seeds']} evaluation seeds" + (
+        " and training runs (" + ", ".join(f"{p}: {n}" for p, n in runs.items()) + ")" if runs else "")
+    references = ", ".join(f"{r['reference']} ({'FedAvg' if role == 'fedavg' else 'the best fixed policy'})"
+                           for role, r in {r["role"]: r for r in rows}.items())
+    return (f"Paired differences (policy minus reference on the same seeds) to {references}, with "
+            f"{first['confidence_level']:.0%} percentile-bootstrap intervals over {over}: *better* / *worse* "
+            "when the interval lies above / below 0, *level* when it holds 0.")
+
+
 def results_markdown(document: dict, commit: str, command: str) -> str:
     """The results page's block: where the numbers come from, the summary table and the per-seed table."""
     seeds = sorted({e["seed"] for episodes in document["episodes"].values() for e in episodes})
     return "\n".join([
         f"Made by `python benchmarks/readme_results.py` at commit `{commit}`: `{command}` on held-out seeds "
         f"{seeds[0]}-{seeds[-1]} (mean +- std over those seeds):", "", summary_table(document), "",
+        paired_caption(document), "", paired_table(document), "",
         f"Per seed ({seeds[0]}-{seeds[-1]}), final accuracy / team return:", "", per_seed_table(document)])
 
 
@@ -136,12 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", nargs="+", default=None, metavar="PATH",
                         help="evaluate these checkpoints instead of training the default run")
     parser.add_argument("--quick", action="store_true",
-                        help="CI-sized: 3 training episodes of 2 rounds, 2 evaluation seeds")
+                        help="CI-sized: 2 training seeds of 3 episodes of 2 rounds, 2 evaluation seeds")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="folder for the run (OUT/run) and the evaluation (OUT/eval) "
                              "(default: a new temporary folder)")
     parser.add_argument("--write", action="store_true",
-                        help="replace the tables of --page and the headline table of --readme between their markers")
+                        help="replace the tables of --page and the headline tables of --readme between their markers")
     parser.add_argument("--page", default=str(ROOT / "docs" / "results" / "default.md"), metavar="FILE",
                         help="results page with the results:start / results:end markers (default: %(default)s)")
     parser.add_argument("--readme", default=str(ROOT / "README.md"), metavar="FILE",
@@ -166,13 +211,14 @@ def regenerate(args: argparse.Namespace) -> int:
         checkpoints = [str(Path(p).resolve()) for p in args.checkpoint]  # the commands run in the repository root
         command = "python evaluate.py --checkpoint " + " ".join(args.checkpoint)
     else:
-        training = ["train_agents.py", "--run-dir", str(out / "run"), "--no-progress", "--eval-seeds",
-                    *(QUICK_TRAINING if args.quick else [])]
-        run([sys.executable, *training])
-        checkpoints = [str(out / "run" / "checkpoint.pt")]
-        command = (f"python train_agents.py --run-dir RUN {' '.join(QUICK_TRAINING if args.quick else [])}".rstrip()
-                   + "`, then `python evaluate.py --checkpoint RUN/checkpoint.pt")
-    episodes = str(QUICK_EPISODES if args.quick else 5)
+        seeds = QUICK_SEEDS if args.quick else TRAINING_SEEDS
+        options = [*QUICK_TRAINING] if args.quick else []
+        run([sys.executable, "train_agents.py", "--seeds", *seeds, "--run-dir", str(out / "run"), "--no-progress",
+             "--eval-seeds", *options])
+        checkpoints = [str(out / "run" / f"seed_{seed}" / "checkpoint.pt") for seed in seeds]
+        command = (f"python train_agents.py --seeds {' '.join(seeds)} --run-dir RUN {' '.join(options)}".rstrip()
+                   + "`, then `python evaluate.py --checkpoint RUN/seed_*/checkpoint.pt")
+    episodes = str(QUICK_EPISODES if args.quick else EPISODES)
     run([sys.executable, "evaluate.py", "--checkpoint", *checkpoints, "--policies", "all", "--episodes", episodes,
          "--out", str(out / "eval"), "--no-progress"])
     document = json.loads((out / "eval" / "results.json").read_text())
@@ -196,7 +242,8 @@ def write_blocks(args: argparse.Namespace, block: str, document: dict) -> None:
         if marker not in path.read_text():
             raise ValueError(f"{path} has no {marker} marker")
     write_between_markers(page, block, START, END)
-    write_between_markers(readme, summary_table(document), HEADLINE_START, HEADLINE_END)
+    headline = "\n".join([summary_table(document), "", paired_caption(document), "", paired_table(document)])
+    write_between_markers(readme, headline, HEADLINE_START, HEADLINE_END)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,12 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
     for row in document["summary"]:
         cells = summary[row["policy"]]
         assert cells[0] == ("on" if row["probing"] else "off")
-        accuracy_mean, accuracy_std = (float(x) for x in cells[1].split(" +- "))
+        accuracy_mean, accuracy_std = (float(x) for x in cells[1].split(" (runs")[0].split(" +- "))
         assert accuracy_mean == pytest.approx(row["final_accuracy_mean"], abs=5e-5)
         assert accuracy_std == pytest.approx(row["final_accuracy_std"], abs=5e-5)
+        if "final_accuracy_runs_std" in row:  # the learned policy pooled from two training runs
+            runs_std = float(cells[1].split("(runs +- ")[1].rstrip(")"))
+            assert runs_std == pytest.approx(row["final_accuracy_runs_std"], abs=5e-5)
         assert float(cells[3].split(" +- ")[0]) == pytest.approx(row["total_upload_mb_mean"], abs=0.05)
         assert float(cells[4].split(" +- ")[0]) == pytest.approx(row["total_download_mb_mean"], abs=0.05)
         assert float(cells[5].split(" +- ")[0]) == pytest.approx(row["total_upload_mb_mean"]
@@ -65,11 +68,26 @@ def test_quick_run_prints_a_row_per_policy_with_the_numbers_of_its_results_json(
     written = page.read_text()
     assert written.startswith("before\n") and written.endswith(f"{readme_results.END}\nafter\n")
     assert "old tables" not in written and "| fastest | off |" in written and "| policy | probing | 1000 |" in written
-    # README's headline: the summary table alone, the same rows as the page's
+    # the paired differences: a row per policy but the references, each cell the results.json numbers
+    references = document["references"]
+    paired = table_rows(block, "| policy | return - ")
+    # every policy is compared with FedAvg, and FedAvg with the best fixed policy unless it is the best
+    assert set(paired) == set(POLICIES) - ({"fedavg"} if references["best_fixed"] == "fedavg" else set())
+    columns = [(role, metric) for role in references for metric in ("team_return", "final_accuracy")]
+    for row in document["paired_differences"]:
+        cell = paired[row["policy"]][columns.index((row["role"], row["metric"]))]
+        assert float(cell.split()[0]) == pytest.approx(row["difference"], abs=5e-5)
+        low, high = (float(x) for x in cell.split("[")[1].split("]")[0].split(", "))
+        assert (low, high) == (pytest.approx(row["ci_low"], abs=5e-5), pytest.approx(row["ci_high"], abs=5e-5))
+        assert cell.endswith(row["label"])
+    # two training runs pooled: the learned row's interval resamples them too
+    assert {r["runs"] for r in document["paired_differences"] if r["policy"] == "vdn"} == {2}
+    # README's headline: the summary and paired tables, the same rows as the page's, without the per-seed table
     headline = readme.read_text()
     assert headline.startswith("intro\n") and headline.endswith(f"{readme_results.HEADLINE_END}\nlinks\n")
     assert "old headline" not in headline and "| policy | probing | 1000 |" not in headline
     assert table_rows(headline, "| policy | probing | final test accuracy") == summary
+    assert table_rows(headline, "| policy | return - ") == paired
 
 
 def test_write_refuses_before_writing_anything_when_a_file_lacks_its_markers(tmp_path):
