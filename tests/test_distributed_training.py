@@ -102,7 +102,8 @@ def test_a_fresh_sync_actor_replays_the_joint_actions_to_the_same_federations():
             np.testing.assert_array_equal(again[0][agent]["observation"], obs[agent]["observation"])
         assert (again[1], again[2], again[3]) == (rewards, terminations, truncations)
         assert again[4][agent]["validation_accuracy"] == infos[agent]["validation_accuracy"]
-        assert again[4][agent]["test_accuracy"] == infos[agent]["test_accuracy"]
+        # NaN before the episode's last round on both (training actors score the test split once an episode)
+        np.testing.assert_equal(again[4][agent]["test_accuracy"], infos[agent]["test_accuracy"])
 
 
 def test_two_sync_runs_end_with_the_same_weights(reference):
