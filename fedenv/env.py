@@ -1,4 +1,4 @@
-"""Client selection in federated learning as a PettingZoo parallel environment (DESIGN.md sections 3-4).
+"""Client selection in federated learning as a PettingZoo parallel environment (docs/design.md sections 3-4).
 
 One agent per client. Every round the server draws candidates, each candidate trains one probing epoch
 from the global model, and each agent chooses 0 (stop after probing) or 1 (finish the remaining local
