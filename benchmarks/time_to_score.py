@@ -12,8 +12,8 @@ process and under the same load. Beside every row: the 1-minute load average bef
 (:func:`os.getloadavg`), CPUs and torch's intra-op and inter-op threads. On a machine shared with other
 jobs, times move with the load: compare rows of one run, never rows of runs apart.
 
-Variants: ``default`` (the main job), ``fused-engine`` (``--engine fused``: the MLP's SGD step fused into
-its weight-gradient products; other float rounding, so other trained weights), ``overlap-learner``
+Variants: ``default`` (the main job), ``unfused-engine`` (``--engine unfused``: the MLP's SGD step applied
+after its gradients, the default of earlier releases; other float rounding, so other trained weights), ``overlap-learner``
 (``train_agents.py --overlap-learner``: gradient steps in a learner thread beside the episodes) and
 ``fewer-episodes`` (``--fewer-episodes`` episodes, the exploration schedule over that horizon).
 
@@ -71,8 +71,8 @@ class Job:
 
 VARIANTS: dict[str, Callable[[Job, argparse.Namespace], Job]] = {
     "default": lambda job, args: job,
-    "fused-engine": lambda job, args: dataclasses.replace(job, env_config=dataclasses.replace(job.env_config,
-                                                                                              engine="fused")),
+    "unfused-engine": lambda job, args: dataclasses.replace(
+        job, env_config=dataclasses.replace(job.env_config, engine="unfused")),
     "overlap-learner": lambda job, args: dataclasses.replace(job, overlap_learner=True),
     "fewer-episodes": lambda job, args: dataclasses.replace(job, episodes=args.fewer_episodes),
 }

@@ -24,7 +24,7 @@ UTILITIES = ("exp64", "linear")
 """Accuracy utilities of the reward (:func:`fedenv.reward.utility`)."""
 TRACE_MODES = ("replay", "static")
 """How latency is replayed from a trace (:class:`fedenv.traces.TraceReplay`)."""
-ENGINES = ("auto", "fused", "vmap")
+ENGINES = ("auto", "unfused", "vmap")
 """Gradient paths of the batched engine (:func:`fedenv.engine.batched_grad_fn`)."""
 EVALUATION_SPLITS = ("validation", "test")
 """Splits the global model is scored on (:meth:`fedenv.engine.Federation.evaluate`): the server's validation
@@ -257,9 +257,10 @@ class EnvConfig:
         "torch device of the engine: auto (cuda when present, else cpu), cpu, cuda or cuda:N"))
     engine: str = _field("auto", ENGINE, (
         "gradient path of the batched engine: auto (the MLP and grouped-convolution fast paths where "
-        "the model allows, else torch.func.vmap), fused (as auto, with the MLP's SGD update fused into its "
-        "weight-gradient products: faster steps whose results differ from auto's by float rounding, so "
-        "trained agents differ from auto's) or vmap (always torch.func; for benchmarks and ablations)"))
+        "the model allows, else torch.func.vmap; the MLP's SGD update fused into its weight-gradient "
+        "products), unfused (as auto, with the MLP's SGD update applied after its gradients, the default "
+        "of release 0.1.0: equal up to float rounding, which an RL run amplifies, so trained agents "
+        "differ) or vmap (always torch.func; for benchmarks and ablations)"))
 
     def __post_init__(self):
         """Convert numpy scalars and 0-d arrays to plain Python types (:func:`fedenv.plain.plain_fields`);

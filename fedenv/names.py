@@ -9,7 +9,7 @@ def check_known(value, allowed: Iterable, label: str, field: bool = True) -> Non
     """Raise ``ValueError`` unless ``value`` is one of ``allowed``.
 
     The message names the value and lists what is allowed, in order:
-    ``"engine='jit' is not known; allowed: auto, fused, vmap"`` for a field or argument (``field``), or
+    ``"engine='jit' is not known; allowed: auto, unfused, vmap"`` for a field or argument (``field``), or
     ``"policy 'nobody' is not known; allowed: fedavg, random, ..."`` for a kind of thing.
     """
     allowed = list(allowed)

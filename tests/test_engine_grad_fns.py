@@ -91,9 +91,9 @@ def test_stacks_the_grouped_convolution_path_cannot_compute_take_the_vmap_path(l
 def test_vmap_engine_forces_the_general_path_and_unknown_engines_are_rejected():
     fed, _, _, _, _ = last_step("mlp")
     assert batched_grad_fn(fed.model, "vmap").__qualname__.startswith("vmap_grad_fn")
-    assert hasattr(batched_grad_fn(fed.model, "fused"), "sgd_step")  # only the fused engine fuses the MLP's step
-    assert not hasattr(batched_grad_fn(fed.model, "auto"), "sgd_step")
-    with pytest.raises(ValueError, match="engine='jit' is not known; allowed: auto, fused, vmap"):
+    assert hasattr(batched_grad_fn(fed.model, "auto"), "sgd_step")  # the default engine fuses the MLP's step
+    assert not hasattr(batched_grad_fn(fed.model, "unfused"), "sgd_step")
+    with pytest.raises(ValueError, match="engine='jit' is not known; allowed: auto, unfused, vmap"):
         batched_grad_fn(fed.model, "jit")
 
 

@@ -18,11 +18,11 @@ def batched_grad_fn(model: nn.Module, engine: str = "auto", cpu_chunk_bytes: int
     """The per-client gradient function for ``model``.
 
     Args:
-        engine: ``auto`` (the MLP fast path or the grouped-convolution path when the model allows one,
-            else vmap), ``fused`` (as ``auto``, with the MLP's SGD step fused into its weight-gradient
-            products: equal up to float rounding, which an RL run amplifies, hence not the default) or
-            ``vmap`` (always the general path, for ablations and benchmarks); see
-            :data:`fedenv.config.ENGINES`.
+        engine: ``auto`` (the MLP fast path, with its SGD step fused into its weight-gradient products,
+            or the grouped-convolution path when the model allows one, else vmap), ``unfused`` (as
+            ``auto``, with the MLP's SGD step applied after its gradients: equal up to float rounding,
+            which an RL run amplifies; the default of earlier releases) or ``vmap`` (always the general
+            path, for ablations and benchmarks); see :data:`fedenv.config.ENGINES`.
         cpu_chunk_bytes: activation budget of one chunk of clients for the grouped-convolution path on
             a CPU (:func:`~fedenv.engine.grad_fns.cpu_chunks.cpu_chunked`); None: all clients at once.
             The other paths always take all clients at once: the MLP's activations are small, and for
@@ -38,7 +38,7 @@ def batched_grad_fn(model: nn.Module, engine: str = "auto", cpu_chunk_bytes: int
     if engine == "vmap":
         return vmap_grad_fn(model)
     if isinstance(model, MLP):
-        return mlp_grad_fn(model, fused_step=engine == "fused")
+        return mlp_grad_fn(model, fused_step=engine == "auto")
     layers = stackable_layers(model)
     if not layers:
         return vmap_grad_fn(model)
