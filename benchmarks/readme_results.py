@@ -19,14 +19,18 @@ git commit that produced them. ``--write`` replaces the results page's text betw
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import json
 import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
-from fedenv.fileio import atomic_write_text
+from benchmarks.pages import git_commit, write_between_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -49,18 +53,6 @@ def run(command: list[str]) -> None:
     completed = subprocess.run(command, cwd=ROOT)
     if completed.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited with status {completed.returncode}")
-
-
-def git_commit() -> str:
-    """The commit of the working tree (``+dirty`` when it has uncommitted changes), or ``unknown``."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
 
 
 def _cell(row: dict, metric: str) -> str:
@@ -148,32 +140,6 @@ def results_markdown(document: dict, commit: str, command: str) -> str:
         f"{seeds[0]}-{seeds[-1]} (mean +- std over those seeds):", "", summary_table(document), "",
         paired_caption(document), "", paired_table(document), "",
         f"Per seed ({seeds[0]}-{seeds[-1]}), final accuracy / team return:", "", per_seed_table(document)])
-
-
-def replace_between_markers(text: str, block: str, start_marker: str = START, end_marker: str = END) -> str:
-    """``text`` with everything between ``start_marker`` and ``end_marker`` replaced by ``block``.
-
-    Raises:
-        ValueError: a marker is missing, or they are out of order.
-    """
-    start, end = text.find(start_marker), text.find(end_marker)
-    if start < 0 or end < start:
-        raise ValueError(f"no {start_marker} ... {end_marker} markers around the results tables")
-    return text[:start + len(start_marker)] + "\n" + block + "\n" + text[end:]
-
-
-def write_between_markers(path: Path, block: str, start_marker: str, end_marker: str) -> None:
-    """Replace the text between the markers of file ``path`` by ``block``, atomically.
-
-    Raises:
-        ValueError: ``path`` lacks the markers (naming the file). FileNotFoundError: no such file.
-    """
-    try:
-        text = replace_between_markers(path.read_text(), block, start_marker, end_marker)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from error
-    atomic_write_text(path, text)
-    print(f"wrote {path}")
 
 
 def build_parser() -> argparse.ArgumentParser:

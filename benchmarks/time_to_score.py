@@ -13,8 +13,9 @@ process and under the same load. Beside every row: the 1-minute load average bef
 jobs, times move with the load: compare rows of one run, never rows of runs apart.
 
 Variants: ``default`` (the main job), ``unfused-engine`` (``--engine unfused``: the MLP's SGD step applied
-after its gradients, the default of earlier releases; other float rounding, so other trained weights), ``overlap-learner``
-(``train_agents.py --overlap-learner``: gradient steps in a learner thread beside the episodes) and
+after its gradients, the default of release 0.1.0; other float rounding, so other trained weights),
+``overlap-learner`` (``train_agents.py --overlap-learner``: gradient steps in a learner thread beside the
+episodes) and
 ``fewer-episodes`` (``--fewer-episodes`` episodes, the exploration schedule over that horizon).
 
     python benchmarks/time_to_score.py --score 0.2                  # every variant, the main job's size

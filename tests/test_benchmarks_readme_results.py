@@ -104,8 +104,3 @@ def test_write_refuses_before_writing_anything_when_a_file_lacks_its_markers(tmp
     with pytest.raises(ValueError, match=r"README\.md has no <!-- headline:start --> marker"):
         readme_results.write_blocks(args, "new block", document)
     assert page.read_text() == f"{readme_results.START}\nold\n{readme_results.END}\n"
-
-
-def test_replacing_without_markers_is_an_error():
-    with pytest.raises(ValueError, match="markers"):
-        readme_results.replace_between_markers("no markers here", "block")
