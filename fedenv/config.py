@@ -337,9 +337,12 @@ class EnvConfig:
         infinity, :func:`fedenv.plain.infinities_from_json`; a ``config.json``, a checkpoint's configuration).
         Keys of earlier releases that are now component options (``fedadp_alpha``: the ``alpha`` option of
         rule ``fedadp``, see :func:`option_aliases`) load into ``<kind>_options`` when they differ from the
-        option's default (options given there win); unknown keys raise ``ValueError`` listing them."""
+        option's default (options given there win); ``engine="fused"`` of release 0.1.0 loads as ``auto``, which
+        now takes that path; unknown keys raise ``ValueError`` listing them."""
         known = {f.name for f in dataclasses.fields(cls)}
         values, aliases = dict(values), option_aliases()
+        if values.get("engine") == "fused":
+            values["engine"] = "auto"
         options = {kind: {name: dict(given) for name, given in values.get(f"{kind}_options", {}).items()}
                    for kind in COMPONENTS}
         for key in [key for key in values if key not in known and key in aliases]:

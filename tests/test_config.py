@@ -120,3 +120,14 @@ def test_a_checkpoint_of_an_earlier_release_restores_its_rule_options(tmp_path):
     torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "q_state": {}, "vdn_config": {},
                 "env_config": old, "feature_names": []}, path)
     assert load_checkpoint(path)["env_config"].component_options("aggregation").alpha == 2.5
+
+
+def test_the_fused_engine_of_release_0_1_loads_as_auto_which_takes_its_path_and_the_flag_refuses_it():
+    from fedenv.engine import batched_grad_fn
+    from fedenv.models import MLP
+
+    config = EnvConfig.from_dict({"engine": "fused"})
+    assert config.engine == "auto"
+    assert hasattr(batched_grad_fn(MLP((1, 28, 28), 10), config.engine), "sgd_step")  # the fused step fused's runs took
+    with pytest.raises(ValueError, match="engine='fused' is not known; allowed: auto, unfused, vmap"):
+        EnvConfig(engine="fused").validate()
