@@ -98,3 +98,18 @@ def test_a_policy_on_other_seeds_than_the_reference_is_refused():
     per_episode = {"fedavg": episodes([1.0, 2.0]), "random": episodes([1.0, 2.0], seeds=[0, 7])}
     with pytest.raises(ValueError, match=r"ran seeds \[0, 7\], not the reference's \[0, 1\]"):
         paired_differences(per_episode, {"fedavg": "fedavg"})
+
+
+def test_a_ratio_of_means_worked_by_hand_with_runs_resampled_as_whole_runs():
+    # reference mean 2; two runs at 1x and 2x the reference on every seed: the ratio of the means is 1.5,
+    # and resampling the 2 runs gives 1 (1/4), 1.5 (1/2) or 2 (1/4), so the 95 % interval is [1, 2]
+    reference = np.array([1.0, 2.0, 3.0])
+    values = np.array([reference, 2 * reference])
+    assert paired_interval(values, reference, statistic="ratio") == pytest.approx((1.5, 1.0, 2.0))
+    # one run at 1.2x on every seed: every resample of the pairs gives 1.2 exactly
+    assert paired_interval(1.2 * reference, reference, statistic="ratio") == pytest.approx((1.2, 1.2, 1.2))
+
+
+def test_an_unknown_statistic_is_refused_naming_the_allowed_ones():
+    with pytest.raises(ValueError, match="statistic='quotient' is not known; allowed: difference, ratio"):
+        paired_interval(np.ones(3), np.ones(3), statistic="quotient")

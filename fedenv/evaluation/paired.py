@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from scipy import stats
 
+from fedenv.names import check_known
+
 COMPARED_METRICS = ("team_return", "final_accuracy")
 """The metrics whose paired difference is reported; for both, higher is better."""
 
@@ -29,30 +31,40 @@ BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_SEED = 0
 """The bootstrap's defaults: a 95 % interval from 9999 resamples, drawn from ``numpy.random.default_rng(0)``."""
 
+STATISTICS = ("difference", "ratio")
+"""What :func:`paired_interval` compares: the difference of the means, or their ratio."""
+
 REFERENCE_ROLES = ("fedavg", "best_fixed")
 """The references every comparison reports against: FedAvg, and the fixed policy of the highest mean team
 return (column and key names in the result files)."""
 
 
 def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level: float = CONFIDENCE_LEVEL,
-                    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
-    """The mean paired difference ``mean(values) - mean(reference)`` and its bootstrap confidence interval.
+                    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                    statistic: str = "difference") -> tuple[float, float, float]:
+    """The mean paired difference ``mean(values) - mean(reference)`` (or, with ``statistic="ratio"``, the
+    ratio of the means ``mean(values) / mean(reference)``, FedMarl's "x times higher total reward") and its
+    bootstrap confidence interval.
 
     Args:
         values: ``(R, S)`` the policy's metric for each of ``R`` training runs (1 for a fixed policy) on
             each of ``S`` evaluation seeds; ``(S,)`` is one run.
         reference: ``(S,)`` the reference policy's metric on the same seeds, in the same order.
         confidence_level: in (0, 1). n_resamples: bootstrap resamples, >= 1. seed: the resampling's seed.
+        statistic: ``difference`` or ``ratio`` (:data:`STATISTICS`); a ratio reads as "x times" only
+            when the reference's mean is positive.
 
     Returns:
-        ``(difference, low, high)``: the difference of the means and the interval's bounds (percentile
+        ``(statistic, low, high)``: the difference (or ratio) of the means and the interval's bounds (percentile
         bootstrap, ``scipy.stats.bootstrap``): seeds resampled as pairs and, with ``R > 1``, runs resampled
         independently of them, each as a whole. The bounds are NaN with fewer than 2 seeds or a
         non-finite value.
 
     Raises:
-        ValueError: shapes that do not pair (the message gives them), or a confidence level outside (0, 1).
+        ValueError: shapes that do not pair (the message gives them), a confidence level outside (0, 1), or
+            an unknown statistic.
     """
+    check_known(statistic, STATISTICS, "statistic")
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     reference = np.asarray(reference, dtype=np.float64)
     if values.ndim != 2 or reference.ndim != 1 or values.shape[1] != len(reference) or values.shape[0] < 1:
@@ -60,20 +72,21 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
                          "give (runs, seeds) and (seeds,)")
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence_level={confidence_level} must be in (0, 1)")
-    difference = float(values.mean() - reference.mean())
+    combine = np.subtract if statistic == "difference" else np.divide
+    value = float(combine(values.mean(), reference.mean()))
     runs, seeds = values.shape
     if seeds < 2 or not (np.isfinite(values).all() and np.isfinite(reference).all()):
-        return difference, math.nan, math.nan
+        return value, math.nan, math.nan
 
-    def statistic(seed_index, run_index=None, axis=-1):
+    def resampled(seed_index, run_index=None, axis=-1):
         run_index = np.zeros(np.shape(seed_index)[:-1] + (1,), dtype=np.int64) if run_index is None else run_index
         drawn = values[run_index[..., :, None], seed_index[..., None, :]]  # (..., runs drawn, seeds drawn)
-        return drawn.mean(axis=(-2, -1)) - reference[seed_index].mean(axis=-1)
+        return combine(drawn.mean(axis=(-2, -1)), reference[seed_index].mean(axis=-1))
 
     data = (np.arange(seeds),) if runs == 1 else (np.arange(seeds), np.arange(runs))
-    result = stats.bootstrap(data, statistic, n_resamples=n_resamples, vectorized=True, paired=False,
+    result = stats.bootstrap(data, resampled, n_resamples=n_resamples, vectorized=True, paired=False,
                              confidence_level=confidence_level, method="percentile", rng=np.random.default_rng(seed))
-    return difference, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return value, float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def interval_label(low: float, high: float) -> str | None:
