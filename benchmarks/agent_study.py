@@ -1,0 +1,293 @@
+"""Does a learned policy beat every fixed policy and every open-loop schedule, by a margin an interval confirms?
+
+The learned-agent bars (docs/results/learned-agent.md), measured for each learner *variant* (a set of
+``train_agents.py`` runs, one per training seed, pooled as one policy):
+
+1. **margin**: the variant's held-out team return minus the best fixed policy's, and minus the best
+   open-loop schedule's (``k random, all last L``, :class:`fedenv.baselines.LateRoundsPolicy`, over
+   :data:`benchmarks.schedules.DEFAULT_GRID`), each fixed policy in its own probing mode and the schedules
+   without probing (they need no report), paired over training runs x evaluation seeds with a 95 %
+   bootstrap interval (:func:`fedenv.evaluation.paired.paired_interval`): "better" when it lies above 0;
+2. **spread**: the standard deviation of the per-run mean returns at most half the margin over the best
+   fixed policy;
+3. **transfer**: at 4x and 8x the clients of training (the same candidates per round, drawn from the
+   larger pool; no retraining), the variant's return over the best fixed policy's at least 1.2, the
+   ratio's interval above 1 (FedMarl, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Fig. 7:
+   1.36x at 4K and 1.32x at 8K).
+
+"Best" is best in hindsight by mean return on the same seeds, which favours the baselines. The fixed
+policies and schedules run once per setting, on the environment of the first variant with the fields a
+learner variant sets (probing, observation levers) left to each policy; variants that differ in any other
+field are refused. Results are kept per setting and group in ``OUT/<setting>/<group>.json``; a rerun
+evaluates only what is missing, so two processes can share the work (``--settings``), and ``--write``
+puts the tables between the markers of the page.
+
+    python train_agents.py --no-probing --seed S --run-dir runs/no-probing/seed_S     # S = 0..4, per variant
+    python -m benchmarks.agent_study --runs main-job='runs/headline/seed_*/checkpoint.pt' \\
+        no-probing='runs/no-probing/seed_*/checkpoint.pt' --out results/agent_study --write
+    python -m benchmarks.agent_study --quick --out results/agent_study_quick        # CI size (seconds)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import argparse
+import dataclasses
+import glob
+import json
+
+import numpy as np
+
+from agents.config import VDNConfig
+from agents.policy import GreedyPolicy
+from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, checkpoint_path, train_agent
+from benchmarks.pages import ROOT, git_commit, write_between_markers
+from benchmarks.schedules import DEFAULT_GRID, parse_grid
+from fedenv.baselines import LateRoundsPolicy, compared_policies, make_policy
+from fedenv.config import EnvConfig
+from fedenv.evaluation import evaluate_policies, per_episode_metrics
+from fedenv.evaluation.paired import interval_label, paired_interval, value_matrix
+from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
+from fedenv.fileio import atomic_write_json
+
+SETTINGS = {"trained": 1, "4x": 4, "8x": 8}
+"""Setting name -> the multiple of the training federation's clients it evaluates at."""
+LEARNER_FIELDS = ("probing", "observation_context", "observation_normalised")
+"""EnvConfig fields a learner variant may set; the fixed policies and schedules take their own."""
+MARGIN_FLOOR = 0.0
+RATIO_TARGET = 1.2
+"""The bars: margins with the interval above 0; the transfer ratio at least 1.2, its interval above 1."""
+START, END = "<!-- learned-agent:start -->", "<!-- learned-agent:end -->"
+PAGE = ROOT / "docs" / "results" / "learned-agent.md"
+QUICK_GRID = "1:1"
+QUICK_EPISODES = 3
+QUICK_VDN = dict(learning_starts=2, batch_size=8)
+
+
+def parse_runs(items: list[str]) -> dict[str, list[str]]:
+    """``NAME=GLOB`` items -> ``variant name -> sorted checkpoint paths``.
+
+    Raises:
+        ValueError: an item without ``=``, a name given twice, or a pattern that matches no file.
+    """
+    runs = {}
+    for item in items:
+        name, sep, pattern = item.partition("=")
+        if not sep or not name or not pattern:
+            raise ValueError(f"--runs item {item!r} is not NAME=GLOB (e.g. no-probing='runs/np/seed_*/checkpoint.pt')")
+        if name in runs:
+            raise ValueError(f"--runs names variant {name!r} twice")
+        paths = sorted(glob.glob(pattern))
+        if not paths:
+            raise ValueError(f"--runs {name}={pattern!r} matches no file")
+        runs[name] = paths
+    return runs
+
+
+def shared_federation(learned: dict[str, list[GreedyPolicy]]) -> EnvConfig:
+    """The training federation of every variant, with the learner fields at their defaults.
+
+    Raises:
+        ValueError: two runs trained in federations that differ outside :data:`LEARNER_FIELDS` (and the
+            fields that say only where data is or what computes the round), naming the fields.
+    """
+    defaults = {name: getattr(EnvConfig(), name) for name in LEARNER_FIELDS}
+    configs = {name: dataclasses.replace(policy.env_config, **defaults)
+               for name, policies in learned.items() for policy in policies}
+    (first_name, first), *others = configs.items()
+    for name, config in others:
+        differences = config_differences(first, config, HARMLESS_FIELDS)["trained_on"]
+        if differences:
+            raise ValueError(f"variants {first_name} and {name} were trained in different federations "
+                             f"(fields {', '.join(differences)}): compare them in separate studies")
+    return first
+
+
+def setting_config(federation: EnvConfig, multiple: int) -> EnvConfig:
+    """The federation with ``multiple`` times its clients and the same candidates per round."""
+    return dataclasses.replace(federation, num_clients=federation.num_clients * multiple).validate()
+
+
+def schedules(grid: str, num_rounds: int) -> list[LateRoundsPolicy]:
+    """The open-loop schedules of ``grid`` (``k:L`` pairs), named ``schedule k:L``."""
+    return [LateRoundsPolicy(k, last, num_rounds, name=f"schedule {k}:{last}") for k, last in parse_grid(grid)]
+
+
+def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[int], probing: bool | None,
+                   checkpoints: list[str | None] | None = None) -> dict[str, list[dict]]:
+    """Per-episode metrics of ``policies`` on ``seeds``, read from ``path`` if an earlier run wrote them
+    for the same configuration and seeds, else evaluated and written there atomically."""
+    key = {"config": config.to_dict(), "seeds": seeds, "policies": [p.name for p in policies],
+           "checkpoints": checkpoints}
+    if path.exists():
+        document = json.loads(path.read_text())
+        if document["key"] == json.loads(json.dumps(key)):
+            return document["per_episode"]
+    records = evaluate_policies(config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)
+    per_episode = per_episode_metrics(records)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"key": key, "per_episode": per_episode})
+    print(f"wrote {path}", flush=True)
+    return per_episode
+
+
+def best_of(per_episode: dict[str, list[dict]], names: list[str]) -> str:
+    """The policy of ``names`` with the highest mean team return (the first of equals)."""
+    return max(names, key=lambda name: np.mean([e["team_return"] for e in per_episode[name]]))
+
+
+def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
+                seeds: list[int]) -> dict:
+    """One variant at one setting: its mean return, the best fixed policy and schedule, the paired
+    differences and the return ratio to the best fixed policy with their intervals, the spread over runs."""
+    values = value_matrix(per_episode[variant], "team_return", seeds)
+    row = {"variant": variant, "runs": len(values), "seeds": len(seeds), "return": float(values.mean()),
+           "run_std": float(values.mean(axis=1).std(ddof=1)) if len(values) > 1 else float("nan")}
+    for role, names in (("fixed", fixed), ("schedule", scheduled)):
+        if not names:
+            continue
+        best = best_of(per_episode, names)
+        reference = value_matrix(per_episode[best], "team_return", seeds)[0]
+        difference, low, high = paired_interval(values, reference)
+        row.update({f"best_{role}": best, f"best_{role}_return": float(reference.mean()),
+                    f"minus_{role}": difference, f"minus_{role}_low": low, f"minus_{role}_high": high,
+                    f"minus_{role}_label": interval_label(low, high)})
+        if role == "fixed":
+            ratio, low, high = paired_interval(values, reference, statistic="ratio")
+            row.update({"ratio": ratio, "ratio_low": low, "ratio_high": high})
+    return row
+
+
+def bars(rows: dict[str, dict[str, dict]], variant: str) -> list[tuple[str, bool | None]]:
+    """The bars of the module docstring for ``variant``: ``(description, met)``, None where not measured."""
+    trained = rows.get("trained", {}).get(variant)
+    out = []
+    if trained:
+        for role in ("fixed", "schedule"):
+            if f"minus_{role}" in trained:
+                out.append((f"beats the best {role} policy ({trained[f'best_{role}']}): interval above 0",
+                            trained[f"minus_{role}_low"] > MARGIN_FLOOR))
+        if "minus_fixed" in trained and not np.isnan(trained["run_std"]):
+            out.append(("spread over training runs at most half the margin over the best fixed policy",
+                        bool(trained["minus_fixed"] > 0 and trained["run_std"] <= trained["minus_fixed"] / 2)))
+    for setting in ("4x", "8x"):
+        row = rows.get(setting, {}).get(variant)
+        if row and "ratio" in row:
+            out.append((f"at {setting} the clients: return at least {RATIO_TARGET}x the best fixed policy's, "
+                        "interval above 1", bool(row["ratio"] >= RATIO_TARGET and row["ratio_low"] > 1.0)))
+    return out
+
+
+def _interval(value: float, low: float, high: float, digits: int = 3) -> str:
+    return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str) -> str:
+    """The page block: one table row per setting and variant, then each variant's bars."""
+    lines = [f"Generated by `{command}` at commit `{commit}`; team return, mean over training runs x held-out "
+             "seeds; differences and ratios paired on the same seeds with 95 % bootstrap intervals (over seeds "
+             "and whole runs); `run std`: standard deviation of the per-run mean returns.", "",
+             "| setting | variant | runs x seeds | return | run std | best fixed | minus best fixed | "
+             "ratio to best fixed | best schedule | minus best schedule |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for setting, by_variant in rows.items():
+        for variant, r in by_variant.items():
+            schedule = (f"{r['best_schedule']} ({r['best_schedule_return']:.3f}) | "
+                        f"{_interval(r['minus_schedule'], r['minus_schedule_low'], r['minus_schedule_high'])} "
+                        f"{r['minus_schedule_label'] or ''}" if "best_schedule" in r else "| ")
+            lines.append(
+                f"| {setting} | {variant} | {r['runs']} x {r['seeds']} | {r['return']:.3f} | {r['run_std']:.3f} | "
+                f"{r['best_fixed']} ({r['best_fixed_return']:.3f}) | "
+                f"{_interval(r['minus_fixed'], r['minus_fixed_low'], r['minus_fixed_high'])} "
+                f"{r['minus_fixed_label'] or ''} | {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] | "
+                f"{schedule} |")
+    variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+    for variant in variants:
+        lines += ["", f"Bars for `{variant}`:", ""]
+        lines += [f"- {'met' if met else 'not met'}: {text}" for text, met in bars(rows, variant)]
+    return "\n".join(lines)
+
+
+def train_quick_runs(out: Path) -> dict[str, list[str]]:
+    """``--quick``: two CI-sized runs of the main job (3 episodes of :data:`benchmarks.common.QUICK_FEDERATION`),
+    trained here unless an earlier ``--quick`` run left them in ``OUT/quick_runs``."""
+    paths = []
+    for seed in (0, 1):
+        run_dir = out / "quick_runs" / f"seed_{seed}"
+        if not checkpoint_path(run_dir).exists():
+            train_agent(EnvConfig(**QUICK_FEDERATION), QUICK_EPISODES, seed, run_dir, VDNConfig(**QUICK_VDN))
+        paths.append(str(checkpoint_path(run_dir)))
+    return {"main-job": paths}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", nargs="+", default=[], metavar="NAME=GLOB",
+                        help="a learner variant and its checkpoints (one per training seed), pooled as one policy")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="settings to evaluate and tabulate (default: all); results already in OUT are reused")
+    parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
+    parser.add_argument("--grid", default=DEFAULT_GRID, help="the schedules' k:L pairs (default: %(default)s)")
+    parser.add_argument("--out", required=True, help="folder of the per-setting results (reused by reruns)")
+    parser.add_argument("--write", action="store_true", help="write the tables between the markers of --page")
+    parser.add_argument("--page", default=str(PAGE), help="page with the learned-agent:start/end markers")
+    parser.add_argument("--quick", action="store_true",
+                        help="CI size: trains two 3-episode runs of 3 clients, 2 seeds, fixed policies "
+                             f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.episodes < 2:
+        parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
+    try:
+        runs = train_quick_runs(out) if args.quick else parse_runs(args.runs)
+        if not runs:
+            raise ValueError("give --runs NAME=GLOB (or --quick)")
+        learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
+        federation = shared_federation(learned)
+        grid = QUICK_GRID if args.quick else args.grid
+        fixed = list(QUICK_FIXED) if args.quick else list(compared_policies())
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
+    seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
+    settings = [s for s in args.settings if not (args.quick and s == "8x")]
+    rows: dict[str, dict[str, dict]] = {}
+    for setting in settings:
+        config = setting_config(federation, SETTINGS[setting])
+        per_episode = dict(evaluate_group(out / setting / "fixed.json", config,
+                                          [make_policy(name) for name in fixed], seeds, probing=None))
+        scheduled = schedules(grid, config.num_rounds)
+        per_episode.update(evaluate_group(out / setting / "schedules.json", config, scheduled, seeds, probing=False))
+        for name, policies in learned.items():
+            for policy in policies:
+                policy.name = name
+            learned_config = dataclasses.replace(
+                config, **{field: getattr(policies[0].env_config, field) for field in LEARNER_FIELDS})
+            per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, policies, seeds,
+                                              probing=None, checkpoints=runs[name]))
+            rows.setdefault(setting, {})[name] = variant_row(per_episode, name, fixed,
+                                                             [s.name for s in scheduled], seeds)
+    command = "python -m benchmarks.agent_study " + " ".join(
+        ["--quick"] if args.quick else [f"--runs {' '.join(args.runs)}", f"--out {args.out}"])
+    block = markdown(rows, command, git_commit())
+    print(block)
+    atomic_write_json(out / "rows.json", rows)
+    if args.write:
+        try:
+            write_between_markers(Path(args.page), block, START, END)
+        except (ValueError, FileNotFoundError) as error:
+            parser.error(str(error))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

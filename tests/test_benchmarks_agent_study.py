@@ -1,0 +1,73 @@
+"""benchmarks/agent_study.py: the bars read from hand-made rows, the rows recomputed by hand from the episodes
+the --quick run wrote, and the errors for bad --runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import agent_study
+from fedenv.config import EnvConfig
+
+
+def row(minus_fixed, low, run_std, ratio=None, ratio_low=None, minus_schedule_low=0.01):
+    out = {"best_fixed": "oort", "minus_fixed": minus_fixed, "minus_fixed_low": low, "run_std": run_std,
+           "best_schedule": "schedule 1:3", "minus_schedule": 0.02, "minus_schedule_low": minus_schedule_low}
+    if ratio is not None:
+        out.update(ratio=ratio, ratio_low=ratio_low)
+    return out
+
+
+def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
+    rows = {"trained": {"v": row(0.06, 0.02, 0.03)}, "4x": {"v": row(0.1, 0.0, 0.0, ratio=1.25, ratio_low=1.01)},
+            "8x": {"v": row(0.1, 0.0, 0.0, ratio=1.3, ratio_low=0.99)}}
+    assert [met for _, met in agent_study.bars(rows, "v")] == [True, True, True, True, False]
+    rows["trained"]["v"] = row(0.06, 0.02, 0.031, minus_schedule_low=-0.001)  # spread above half the margin
+    assert [met for _, met in agent_study.bars(rows, "v")][:3] == [True, False, False]
+    rows["trained"]["v"] = row(0.06, -0.001, 0.0)
+    assert agent_study.bars(rows, "v")[0][1] is False
+
+
+def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
+    assert agent_study.main(["--quick", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    for setting in ("trained", "4x"):
+        episodes = {}
+        for group in ("fixed", "schedules", "main-job"):
+            episodes.update(json.loads((tmp_path / setting / f"{group}.json").read_text())["per_episode"])
+        mean = {name: np.mean([e["team_return"] for e in eps]) for name, eps in episodes.items()}
+        fixed = [name for name in ("fedavg", "random", "fastest")]
+        best = max(fixed, key=mean.get)
+        r = rows[setting]["main-job"]
+        assert r["best_fixed"] == best and r["best_schedule"] == "schedule 1:1"
+        assert r["minus_fixed"] == pytest.approx(mean["main-job"] - mean[best])
+        assert r["ratio"] == pytest.approx(mean["main-job"] / mean[best])
+        assert r["minus_schedule"] == pytest.approx(mean["main-job"] - mean["schedule 1:1"])
+        assert r["runs"] == 2 and r["seeds"] == 2
+        assert {e["checkpoint"] for e in episodes["main-job"]} == {
+            str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)}
+        assert all(e["probing"] is False for e in episodes["schedule 1:1"])
+    cached = (tmp_path / "trained" / "fixed.json").read_text()
+    assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained"]) == 0
+    assert (tmp_path / "trained" / "fixed.json").read_text() == cached  # reused, not evaluated again
+
+
+@pytest.mark.parametrize("items,message", [
+    (["no-equals-sign"], "is not NAME=GLOB"),
+    (["a=/nonexistent/*.pt"], "matches no file"),
+])
+def test_bad_runs_are_refused_naming_the_item(items, message):
+    with pytest.raises(ValueError, match=message):
+        agent_study.parse_runs(items)
+
+
+def test_variants_trained_in_different_federations_are_refused_but_learner_levers_may_differ():
+    class Run:
+        def __init__(self, **fields):
+            self.env_config = EnvConfig(**fields)
+
+    federation = agent_study.shared_federation({"a": [Run(probing=True)], "b": [Run(probing=False,
+                                                                                     observation_context=True)]})
+    assert federation == EnvConfig()
+    with pytest.raises(ValueError, match="fields num_clients"):
+        agent_study.shared_federation({"a": [Run()], "b": [Run(num_clients=20, clients_per_round=10)]})
