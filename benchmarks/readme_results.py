@@ -132,13 +132,33 @@ def paired_caption(document: dict) -> str:
             "when the interval lies above / below 0, *level* when it holds 0.")
 
 
+def reading(document: dict) -> str:
+    """One sentence per learned policy (one from several checkpoints) read from the paired intervals alone:
+    better / level / worse than each reference in team return and in final test accuracy."""
+    rows = document["paired_differences"]
+    words = {"better": "better", "worse": "worse", "level": "level", None: "without an interval"}
+    sentences = []
+    for policy in dict.fromkeys(r["policy"] for r in rows if r["runs"] > 1):
+        parts = []
+        for role in dict.fromkeys(r["role"] for r in rows):
+            mine = {r["metric"]: r for r in rows if r["policy"] == policy and r["role"] == role}
+            if not mine:
+                continue
+            name = mine["team_return"]["reference"]
+            against = "FedAvg" if role == "fedavg" else f"the best fixed policy, {name}"
+            parts.append(f"{words[mine['team_return']['label']]} in team return and "
+                         f"{words[mine['final_accuracy']['label']]} in final test accuracy against {against}")
+        sentences.append(f"Read from the intervals, {policy} is " + "; ".join(parts) + ".")
+    return " ".join(sentences)
+
+
 def results_markdown(document: dict, commit: str, command: str) -> str:
     """The results page's block: where the numbers come from, the summary table and the per-seed table."""
     seeds = sorted({e["seed"] for episodes in document["episodes"].values() for e in episodes})
     return "\n".join([
         f"Made by `python benchmarks/readme_results.py` at commit `{commit}`: `{command}` on held-out seeds "
         f"{seeds[0]}-{seeds[-1]} (mean +- std over those seeds):", "", summary_table(document), "",
-        paired_caption(document), "", paired_table(document), "",
+        paired_caption(document), "", paired_table(document), "", reading(document), "",
         f"Per seed ({seeds[0]}-{seeds[-1]}), final accuracy / team return:", "", per_seed_table(document)])
 
 
@@ -208,7 +228,8 @@ def write_blocks(args: argparse.Namespace, block: str, document: dict) -> None:
         if marker not in path.read_text():
             raise ValueError(f"{path} has no {marker} marker")
     write_between_markers(page, block, START, END)
-    headline = "\n".join([summary_table(document), "", paired_caption(document), "", paired_table(document)])
+    headline = "\n".join([summary_table(document), "", paired_caption(document), "", paired_table(document), "",
+                          reading(document)])
     write_between_markers(readme, headline, HEADLINE_START, HEADLINE_END)
 
 

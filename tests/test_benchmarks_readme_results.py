@@ -104,3 +104,18 @@ def test_write_refuses_before_writing_anything_when_a_file_lacks_its_markers(tmp
     with pytest.raises(ValueError, match=r"README\.md has no <!-- headline:start --> marker"):
         readme_results.write_blocks(args, "new block", document)
     assert page.read_text() == f"{readme_results.START}\nold\n{readme_results.END}\n"
+
+
+def test_the_reading_says_only_what_each_interval_says():
+    def row(role, reference, metric, label, policy="vdn", runs=5):
+        return {"policy": policy, "role": role, "reference": reference, "metric": metric, "label": label,
+                "runs": runs}
+
+    document = {"paired_differences": [
+        row("fedavg", "fedavg", "team_return", "better"), row("fedavg", "fedavg", "final_accuracy", "worse"),
+        row("best_fixed", "oort", "team_return", "level"), row("best_fixed", "oort", "final_accuracy", "better"),
+        row("fedavg", "fedavg", "team_return", "better", policy="oort", runs=1),  # a fixed policy: no sentence
+    ]}
+    assert readme_results.reading(document) == (
+        "Read from the intervals, vdn is better in team return and worse in final test accuracy against FedAvg; "
+        "level in team return and better in final test accuracy against the best fixed policy, oort.")
