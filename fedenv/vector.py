@@ -67,6 +67,10 @@ class VectorClientSelectionEnv:
         num_envs: B (>= 1).
         report_test_accuracy: when the infos carry ``test_accuracy`` (:class:`ClientSelectionEnv`).
 
+    Its outputs are the environment's own, with the infos' ``test_accuracy`` (for reports): a learner is
+    handed them through a view without it (the SB3 vec env of :mod:`fedenv.integrations.sb3_vec_env`;
+    the VDN trainer reads the test accuracy only into its episode summaries).
+
     Attributes:
         envs: the B :class:`ClientSelectionEnv` copies (read their attributes freely).
 

@@ -57,4 +57,5 @@ def test_serial_env_step_infos_at_the_episode_boundary_are_the_finished_rounds()
         for _ in range(2):
             _, _, _, _, infos = plain.step({agent: 1 for agent in plain.agents})
         assert info["round"][k].tolist() == [2, 2, 2]
-        assert info["test_accuracy"][k, 0].item() == pytest.approx(infos["client_0"]["test_accuracy"], abs=1e-6)
+        assert info["validation_accuracy"][k, 0].item() == pytest.approx(infos["client_0"]["validation_accuracy"],
+                                                                          abs=1e-6)

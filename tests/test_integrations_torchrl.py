@@ -1,4 +1,5 @@
-"""TorchRL glue: the wrapped environment passes TorchRL's spec check and keeps every info key."""
+"""TorchRL glue: the wrapped environment passes TorchRL's spec check and keeps every info key a learner may
+read (all but the test accuracy, which goes to the reports)."""
 
 import pytest
 
@@ -8,7 +9,7 @@ TINY = EnvConfig(num_clients=3, clients_per_round=3, num_rounds=3, local_epochs=
                  partition="iid", val_fraction=0.9)
 
 
-def test_torchrl_wrapper_passes_check_env_specs_and_keeps_every_info_key():
+def test_torchrl_wrapper_passes_check_env_specs_and_keeps_every_info_key_but_the_test_accuracy():
     from torchrl.envs.utils import check_env_specs
 
     from fedenv.env import INFO_KEYS
@@ -16,9 +17,9 @@ def test_torchrl_wrapper_passes_check_env_specs_and_keeps_every_info_key():
 
     env = torchrl_env(TINY, seed=0)
     check_env_specs(env)
-    assert set(env.observation_spec["agents", "info"].keys()) == set(INFO_KEYS)
+    assert set(env.observation_spec["agents", "info"].keys()) == set(INFO_KEYS) - {"test_accuracy"}
     rollout = env.rollout(3)
-    assert rollout["next", "agents", "info", "test_accuracy"].shape == (3, 3)
+    assert rollout["next", "agents", "info", "validation_accuracy"].shape == (3, 3)
     assert rollout["next", "truncated"][-1].all()
 
 
@@ -36,5 +37,6 @@ def test_episode_end_keeps_the_finished_rounds_infos():
         _, _, _, _, infos = plain.step({agent: 1 for agent in plain.agents})
     last = rollout[TINY.num_rounds - 1]["next", "agents", "info"]
     assert last["round"].tolist() == [TINY.num_rounds] * 3
-    assert last["test_accuracy"][0].item() == pytest.approx(infos["client_0"]["test_accuracy"], abs=1e-6)
+    assert last["validation_accuracy"][0].item() == pytest.approx(infos["client_0"]["validation_accuracy"], abs=1e-6)
+    assert env._env.episode_reports[-1]["test_accuracy"] == pytest.approx(infos["client_0"]["test_accuracy"], abs=1e-6)
     assert rollout[TINY.num_rounds]["agents", "info", "round"].tolist() == [0, 0, 0]  # the next episode's reset

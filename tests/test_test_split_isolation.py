@@ -2,7 +2,9 @@
 
 The same episodes are played on mnist5k and on a copy whose test labels are permuted: every registered
 policy, and a VDN agent trained on each copy, see the same observations and receive the same rewards;
-only the reported test accuracy differs. With FedMarl's literal reward (``reward_accuracy_split="test"``)
+only the reported test accuracy differs. Every wrapper handing the environment to an outside library (the flat
+observation, Stable-Baselines3's vec env with its callbacks and learner, TorchRL's tensordicts, BenchMARL's task)
+hands it the same data on both copies. With FedMarl's literal reward (``reward_accuracy_split="test"``)
 the rewards do differ, so the comparison is able to see a leak.
 """
 
@@ -149,3 +151,97 @@ def test_a_validation_reward_without_validation_samples_is_refused_naming_the_fi
     # 40 training samples: 1 % of any class (at most 40 samples) rounds to none
     with pytest.raises(ValueError, match=r"val_fraction=0.01 holds out no sample of the 40 training samples"):
         ClientSelectionEnv(tiny_config(train_samples=40, val_fraction=0.01, partition="iid"))
+
+
+# Outside learners: every wrapper of fedenv.integrations hands its library the same data whatever the test labels.
+
+def test_the_flat_wrapper_hands_a_learner_the_same_data_whatever_the_test_labels(permuted_dataset):
+    from fedenv.integrations import FlatObservation
+
+    traces, reports = [], []
+    for dataset in ("mnist5k", permuted_dataset):
+        env = FlatObservation(ClientSelectionEnv(dataclasses.replace(BASE, dataset=dataset)), mask="append")
+        observations, infos = env.reset(seed=5)
+        trace = [(observations, infos)]
+        while env.agents:  # every candidate uploads: the mask's last entry
+            trace.append(env.step({a: int(o[-1] > 0.5) for a, o in observations.items()}))
+            observations = trace[-1][0]
+        traces.append(trace)
+        reports.append(env.episode_reports)
+    for ours, theirs in zip(*traces, strict=True):
+        np.testing.assert_equal(ours, theirs)
+    assert all("test_accuracy" not in info for _, *rest in traces[0] for info in rest[-1].values())
+    assert reports[0] != reports[1]  # the reports do see the permutation
+
+
+class SB3Spy:
+    """What an SB3 callback is shown each step: observations, rewards, dones and infos (``VecMonitor``'s
+    elapsed wall time left out)."""
+
+    @staticmethod
+    def callback(shown: list):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class Spy(BaseCallback):
+            def _on_step(self) -> bool:
+                infos = [{k: ({**v, "t": None} if k == "episode" else v) for k, v in info.items()}
+                         for info in self.locals["infos"]]
+                shown.append((self.locals["new_obs"].copy(), self.locals["rewards"].copy(),
+                              self.locals["dones"].copy(), infos))
+                return True
+
+        return Spy()
+
+
+def test_sb3_hands_its_learner_and_callbacks_the_same_data_whatever_the_test_labels(permuted_dataset):
+    from stable_baselines3 import PPO
+
+    from fedenv.integrations.sb3 import sb3_vec_env
+
+    shown, weights, reports = {}, {}, {}
+    for dataset in ("mnist5k", permuted_dataset):
+        venv = sb3_vec_env(dataclasses.replace(BASE, dataset=dataset), num_envs=2)
+        model = PPO("MlpPolicy", venv, seed=0, n_steps=BASE.num_rounds, batch_size=12, n_epochs=1, device="cpu")
+        shown[dataset] = []
+        model.learn(2 * BASE.num_rounds * venv.num_envs, callback=SB3Spy.callback(shown[dataset]))
+        weights[dataset] = model.policy.state_dict()
+        reports[dataset] = venv.get_attr("episode_reports", [0])[0]
+    ours, theirs = shown.values()
+    assert len(ours) == 2 * BASE.num_rounds and any(d.any() for _, _, d, _ in ours)  # whole episodes were played
+    np.testing.assert_equal(ours, theirs)
+    assert not any("test_accuracy" in info for *_, infos in ours for info in infos)
+    assert all(torch.equal(weights["mnist5k"][k], weights[permuted_dataset][k]) for k in weights["mnist5k"])
+    assert all(len(r) == 2 for r in reports["mnist5k"])  # two episodes of each federation reported
+    assert reports["mnist5k"] != reports[permuted_dataset]
+
+
+def torchrl_builder(config):
+    from fedenv.integrations.torchrl import torchrl_env
+
+    return torchrl_env(config, seed=5)
+
+
+def benchmarl_builder(config):
+    from fedenv.integrations.benchmarl import FedEnvTask
+
+    task = FedEnvTask.CLIENT_SELECTION.get_task(config=config.to_dict())
+    env = task.get_env_fun(num_envs=1, continuous_actions=False, seed=5, device="cpu")()
+    assert "test_accuracy" not in set(task.info_spec(env)["agents", "info"].keys())  # what BenchMARL logs and stores
+    return env
+
+
+@pytest.mark.parametrize("build", [torchrl_builder, benchmarl_builder], ids=["torchrl", "benchmarl"])
+def test_torchrl_and_benchmarl_tensordicts_are_the_same_whatever_the_test_labels(permuted_dataset, build):
+    pytest.importorskip("benchmarl")
+    rollouts, reports = [], []
+    for dataset in ("mnist5k", permuted_dataset):
+        env = build(dataclasses.replace(BASE, dataset=dataset))
+        rollouts.append(env.rollout(BASE.num_rounds, policy=lambda td: td.set(("agents", "action"), td[
+            "agents", "action_mask"][..., 1].long())))
+        reports.append(env._env.episode_reports)
+    keys = set(rollouts[0].keys(True, True))
+    assert keys == set(rollouts[1].keys(True, True))
+    assert not any("test_accuracy" in str(key) for key in keys)  # no loss module or replay buffer can read it
+    for key in keys:
+        assert torch.equal(rollouts[0][key], rollouts[1][key]), key
+    assert len(reports[0]) == 1 and reports[0] != reports[1]

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo.utils import BaseParallelWrapper
 
 from fedenv.env import ClientSelectionEnv
+from fedenv.integrations.learner_infos import LearnerInfos
 from fedenv.names import check_known
 
 MASK_MODES = ("append", "drop")
 
 
-class FlatObservation(BaseParallelWrapper):
+class FlatObservation(LearnerInfos):
     """Replaces each ``{"observation", "action_mask"}`` dict by one float32 ``Box``: the observation
-    vector, followed by the mask (``mask="append"``) or alone (``mask="drop"``).
+    vector, followed by the mask (``mask="append"``) or alone (``mask="drop"``). The infos are a learner's
+    (:class:`~fedenv.integrations.learner_infos.LearnerInfos`: no test accuracy; it is kept in
+    ``episode_reports``).
 
     Raises:
         ValueError: unknown ``mask`` mode.
@@ -29,11 +31,11 @@ class FlatObservation(BaseParallelWrapper):
         return self._space
 
     def reset(self, seed=None, options=None):
-        observations, infos = self.env.reset(seed=seed, options=options)
+        observations, infos = super().reset(seed=seed, options=options)
         return flatten_observations(observations, self.mask), infos
 
     def step(self, actions):
-        observations, rewards, terminations, truncations, infos = self.env.step(actions)
+        observations, rewards, terminations, truncations, infos = super().step(actions)
         return flatten_observations(observations, self.mask), rewards, terminations, truncations, infos
 
 

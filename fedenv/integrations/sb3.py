@@ -10,7 +10,9 @@ federation is reset at once, as SB3's ``DummyVecEnv`` does: the step's infos sta
 just played (``done``, ``infos[i]["TimeLimit.truncated"]`` for a time-limit end, so that SB3 bootstraps
 from ``infos[i]["terminal_observation"]``), and the new episode's reset infos go to
 ``venv.reset_infos[i]``. Episode statistics come from ``VecMonitor`` (``rollout/ep_rew_mean`` is the
-mean team return).
+mean team return). The infos SB3, ``VecMonitor`` and callbacks see hold no test accuracy (it is for
+reports only, docs/design.md section 3); each finished episode's final test accuracy is kept in
+``venv.get_attr("episode_reports")[0]`` (per federation, one dict per episode; scored once per episode).
 
 Masked agents: SB3's algorithms do not apply action masks. A non-candidate's action is ignored by the
 environment (it counts as 0) but its transition still enters the rollout with the team reward, as noise.
@@ -56,13 +58,14 @@ def sb3_vec_env(config: EnvConfig, num_envs: int = 1, mask: str = "append"):
 
     from fedenv.integrations.sb3_vec_env import FederationsVecEnv
 
-    return VecMonitor(FederationsVecEnv(VectorClientSelectionEnv(config, num_envs), mask))
+    return VecMonitor(FederationsVecEnv(VectorClientSelectionEnv(config, num_envs, "episode_end"), mask))
 
 
 def sb3_progress_callback(episodes: int, every: int = 5):
     """An SB3 callback printing one line every ``every`` finished episodes of the first federation of a
     :func:`sb3_vec_env` (its first sub-environment's ``VecMonitor`` episodes): the episode count out of
-    ``episodes`` and that episode's team return (training episodes: the policy explores). SB3's own
+    ``episodes``, that episode's team return (training episodes: the policy explores) and its final test
+    accuracy (read from the vec env's ``episode_reports``, never from the infos the learner sees). SB3's own
     ``verbose=1`` prints tables per rollout; this is one line per few episodes.
 
     Pass it as ``model.learn(total_timesteps, callback=sb3_progress_callback(episodes))``.
@@ -85,8 +88,9 @@ def sb3_progress_callback(episodes: int, every: int = 5):
             if "episode" in info:
                 self.finished += 1
                 if self.finished % every == 0 or self.finished == episodes:
-                    print(f"sb3: episode {self.finished}/{episodes}, team return {info['episode']['r']:.3f} "
-                          "(training, exploring)", flush=True)
+                    report = self.training_env.get_attr("episode_reports", [0])[0][0][-1]
+                    print(f"sb3: episode {self.finished}/{episodes}, team return {info['episode']['r']:.3f}, "
+                          f"test accuracy {report['test_accuracy']:.3f} (training, exploring)", flush=True)
             return True
 
     return EpisodeProgress()

@@ -2,7 +2,9 @@
 
 Its sub-environments are the agents of several federations stepped together by
 :class:`~fedenv.vector.VectorClientSelectionEnv`; see :mod:`fedenv.integrations.sb3` for seeding, auto-reset
-and the infos of a finished episode.
+and the infos of a finished episode. The infos SB3 and its callbacks see are a learner's
+(:func:`~fedenv.env.policy_infos`: no test accuracy); each finished episode's report-only values go to
+``episode_reports``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from fedenv.env import policy_infos
 from fedenv.integrations.flat import flat_observation_space, flatten_observations
+from fedenv.integrations.learner_infos import report_values
 from fedenv.vector import VectorClientSelectionEnv, drive_together, federation_seeds
 
 
@@ -19,8 +23,9 @@ def _rows(vector: VectorClientSelectionEnv, outputs: list[tuple], mask: str) -> 
     observations, rewards, dones, infos = [], [], [], []
     for obs, reward, terminations, truncations, info in outputs:
         flat = flatten_observations(obs, mask)
+        learner_info = policy_infos(info)
         for agent in vector.possible_agents:
-            row = dict(info[agent])
+            row = learner_info[agent]
             done = terminations[agent] or truncations[agent]
             if done:
                 row["terminal_observation"] = flat[agent]
@@ -33,7 +38,12 @@ def _rows(vector: VectorClientSelectionEnv, outputs: list[tuple], mask: str) -> 
 
 
 class FederationsVecEnv(VecEnv):
-    """SB3 ``VecEnv`` whose sub-environments are the agents of several federations (module docstring)."""
+    """SB3 ``VecEnv`` whose sub-environments are the agents of several federations (module docstring).
+
+    Attributes:
+        episode_reports: per federation, one dict per finished episode: the report-only values of its last
+            round (``{"test_accuracy": final test accuracy}``), for logs and reports only.
+    """
 
     def __init__(self, vector: VectorClientSelectionEnv, mask: str):
         self.vector, self.mask = vector, mask
@@ -43,6 +53,7 @@ class FederationsVecEnv(VecEnv):
                          vector.envs[0].action_space(agents[0]))
         self._last_obs = None
         self._actions = None
+        self.episode_reports: list[list[dict[str, float]]] = [[] for _ in range(vector.num_envs)]
 
     def _flat(self, observations: dict) -> list:
         flat = flatten_observations(observations, self.mask)
@@ -53,7 +64,7 @@ class FederationsVecEnv(VecEnv):
         seeds = None if base is None else federation_seeds(base, self.vector.num_envs)
         started = self.vector.reset(seeds)
         self._reset_seeds()
-        self.reset_infos = [dict(info[a]) for _, info in started for a in self.vector.possible_agents]
+        self.reset_infos = [policy_infos(info)[a] for _, info in started for a in self.vector.possible_agents]
         self._last_obs = np.stack([row for obs, _ in started for row in self._flat(obs)])
         return self._last_obs
 
@@ -65,11 +76,13 @@ class FederationsVecEnv(VecEnv):
         outputs = self.vector.step([dict(zip(agents, row.tolist())) for row in self._actions])
         observations, rewards, dones, infos = _rows(self.vector, outputs, self.mask)
         finished = [k for k in range(self.vector.num_envs) if dones[k * len(agents)]]
+        for k in finished:
+            self.episode_reports[k].append(report_values(outputs[k][4]))
         started = drive_together([self.vector.envs[k].reset_process() for k in finished])
         for k, (obs, info) in zip(finished, started):
             rows = slice(k * len(agents), (k + 1) * len(agents))
             observations[rows] = np.stack(self._flat(obs))
-            self.reset_infos[rows] = [dict(info[a]) for a in agents]
+            self.reset_infos[rows] = [policy_infos(info)[a] for a in agents]
         self._last_obs = observations
         return observations, rewards, dones, infos
 

@@ -14,17 +14,24 @@ import numpy as np
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
+from fedenv.integrations.learner_infos import LearnerInfos
 
 
 def torchrl_env(config: EnvConfig, seed: int | None = None, device="cpu"):
     """TorchRL ``PettingZooWrapper`` over the environment: one group ``"agents"``, categorical actions,
     the action mask read from the observations, and the global ``state``.
 
-    Every info key is present at reset and at every step, so TorchRL keeps all of them in its specs.
+    The tensordicts hold every info key but the test accuracy (the environment is wrapped in
+    :class:`~fedenv.integrations.learner_infos.LearnerInfos`, so no loss module, replay buffer or BenchMARL
+    logger can read it); every such key is present at reset and at every step, so TorchRL keeps all of them
+    in its specs. Each finished episode's final test accuracy, for reports, is in
+    ``env._env.episode_reports`` (TorchRL keeps the PettingZoo env as ``_env``); it is scored once per
+    episode (``report_test_accuracy="episode_end"``).
     """
     from torchrl.envs import PettingZooWrapper
 
-    return PettingZooWrapper(ClientSelectionEnv(config), categorical_actions=True, use_mask=False, seed=seed,
+    env = LearnerInfos(ClientSelectionEnv(config, report_test_accuracy="episode_end"))
+    return PettingZooWrapper(env, categorical_actions=True, use_mask=False, seed=seed,
                              return_state=True, device=device, group_map={"agents": [
                                  f"client_{i}" for i in range(config.num_clients)]})
 
