@@ -130,3 +130,19 @@ def test_a_policy_trained_under_vecnormalize_decides_as_trained_after_save_and_l
     assert len(trained) == 36
     assert from_raw != trained  # the statistics matter for this model: without them it decides otherwise
     assert after_load == trained
+
+
+def test_progress_callback_prints_each_episodes_return_and_reported_test_accuracy(capsys):
+    from stable_baselines3 import PPO
+
+    from fedenv.integrations.sb3 import sb3_progress_callback, sb3_vec_env
+
+    venv = sb3_vec_env(TINY, num_envs=1)
+    model = PPO("MlpPolicy", venv, seed=0, n_steps=TINY.num_rounds, batch_size=9, n_epochs=1, device="cpu")
+    model.learn(2 * TINY.num_rounds * venv.num_envs, callback=sb3_progress_callback(2, every=1))
+    lines = capsys.readouterr().out.splitlines()
+    reports = venv.get_attr("episode_reports", [0])[0][0]
+    assert len(lines) == len(reports) == 2
+    for k, (line, report) in enumerate(zip(lines, reports, strict=True)):
+        assert line.startswith(f"sb3: episode {k + 1}/2, team return ")
+        assert line.endswith(f", test accuracy {report['test_accuracy']:.3f} (training, exploring)")
