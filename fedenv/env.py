@@ -98,7 +98,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             ``report_test_accuracy``.
     """
 
-    metadata = {"name": "fedenv_client_selection_v0", "render_modes": [], "is_parallelizable": True}
+    metadata = {"name": "fedenv_client_selection_v1", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, config: EnvConfig | None = None, *, report_test_accuracy: str = "every_round", **overrides):
         check_known(report_test_accuracy, TEST_ACCURACY_REPORTS, "report_test_accuracy")
