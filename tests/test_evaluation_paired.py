@@ -113,3 +113,14 @@ def test_a_ratio_of_means_worked_by_hand_with_runs_resampled_as_whole_runs():
 def test_an_unknown_statistic_is_refused_naming_the_allowed_ones():
     with pytest.raises(ValueError, match="statistic='quotient' is not known; allowed: difference, ratio"):
         paired_interval(np.ones(3), np.ones(3), statistic="quotient")
+
+
+def test_a_reference_from_several_runs_has_its_runs_resampled_too():
+    # the policy: one run, 1 above the seeds' baseline; the reference: two runs, 0 and 2 above it. The
+    # difference of the means is 0; resampling the reference's 2 runs gives 1 - 0 (1/4), 1 - 1 (1/2) or
+    # 1 - 2 (1/4), so the 95 % interval is [-1, 1]
+    seeds = np.array([3.0, 7.0, 1.0])
+    difference, low, high = paired_interval(seeds + 1.0, np.array([seeds, seeds + 2.0]))
+    assert (difference, low, high) == pytest.approx((0.0, -1.0, 1.0))
+    # one run on each side: the pairs alone, a zero-width interval at the constant difference
+    assert paired_interval(seeds + 1.0, np.array([seeds])) == pytest.approx((1.0, 1.0, 1.0))

@@ -49,16 +49,17 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
     Args:
         values: ``(R, S)`` the policy's metric for each of ``R`` training runs (1 for a fixed policy) on
             each of ``S`` evaluation seeds; ``(S,)`` is one run.
-        reference: ``(S,)`` the reference policy's metric on the same seeds, in the same order.
+        reference: ``(S,)`` the reference policy's metric on the same seeds, in the same order; or
+            ``(R', S)`` for a reference from ``R'`` training runs (one learner variant against another).
         confidence_level: in (0, 1). n_resamples: bootstrap resamples, >= 1. seed: the resampling's seed.
         statistic: ``difference`` or ``ratio`` (:data:`STATISTICS`); a ratio reads as "x times" only
             when the reference's mean is positive.
 
     Returns:
         ``(statistic, low, high)``: the difference (or ratio) of the means and the interval's bounds (percentile
-        bootstrap, ``scipy.stats.bootstrap``): seeds resampled as pairs and, with ``R > 1``, runs resampled
-        independently of them, each as a whole. The bounds are NaN with fewer than 2 seeds or a
-        non-finite value.
+        bootstrap, ``scipy.stats.bootstrap``): seeds resampled as pairs and, for a side with several runs,
+        its runs resampled independently of the seeds and of the other side's, each as a whole. The bounds
+        are NaN with fewer than 2 seeds or a non-finite value.
 
     Raises:
         ValueError: shapes that do not pair (the message gives them), a confidence level outside (0, 1), or
@@ -67,23 +68,31 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
     check_known(statistic, STATISTICS, "statistic")
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     reference = np.asarray(reference, dtype=np.float64)
-    if values.ndim != 2 or reference.ndim != 1 or values.shape[1] != len(reference) or values.shape[0] < 1:
+    if (values.ndim != 2 or reference.ndim not in (1, 2) or values.shape[1] != reference.shape[-1]
+            or values.shape[0] < 1 or reference.size == 0):
         raise ValueError(f"values of shape {values.shape} and reference of shape {reference.shape} do not pair: "
-                         "give (runs, seeds) and (seeds,)")
+                         "give (runs, seeds) and (seeds,) or (runs, seeds)")
+    reference = np.atleast_2d(reference)
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"confidence_level={confidence_level} must be in (0, 1)")
     combine = np.subtract if statistic == "difference" else np.divide
     value = float(combine(values.mean(), reference.mean()))
-    runs, seeds = values.shape
+    seeds = values.shape[1]
     if seeds < 2 or not (np.isfinite(values).all() and np.isfinite(reference).all()):
         return value, math.nan, math.nan
+    sides = [side for side in (values, reference) if len(side) > 1]  # the sides whose runs are resampled
 
-    def resampled(seed_index, run_index=None, axis=-1):
-        run_index = np.zeros(np.shape(seed_index)[:-1] + (1,), dtype=np.int64) if run_index is None else run_index
-        drawn = values[run_index[..., :, None], seed_index[..., None, :]]  # (..., runs drawn, seeds drawn)
-        return combine(drawn.mean(axis=(-2, -1)), reference[seed_index].mean(axis=-1))
+    def mean_of(side, seed_index, run_index):
+        if run_index is None:
+            run_index = np.zeros(np.shape(seed_index)[:-1] + (1,), dtype=np.int64)
+        return side[run_index[..., :, None], seed_index[..., None, :]].mean(axis=(-2, -1))  # runs x seeds drawn
 
-    data = (np.arange(seeds),) if runs == 1 else (np.arange(seeds), np.arange(runs))
+    def resampled(seed_index, *run_indices, axis=-1):
+        drawn = iter(run_indices)
+        means = [mean_of(side, seed_index, next(drawn) if len(side) > 1 else None) for side in (values, reference)]
+        return combine(*means)
+
+    data = (np.arange(seeds), *(np.arange(len(side)) for side in sides))
     result = stats.bootstrap(data, resampled, n_resamples=n_resamples, vectorized=True, paired=False,
                              confidence_level=confidence_level, method="percentile", rng=np.random.default_rng(seed))
     return value, float(result.confidence_interval.low), float(result.confidence_interval.high)
