@@ -30,7 +30,7 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
 
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
     assert agent_study.main(["--quick", "--out", str(tmp_path)]) == 0
-    rows = json.loads((tmp_path / "rows.json").read_text())
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     for setting in ("trained", "4x"):
         episodes = {}
         for group in ("fixed", "schedules", "main-job"):
@@ -71,3 +71,15 @@ def test_variants_trained_in_different_federations_are_refused_but_learner_lever
     assert federation == EnvConfig()
     with pytest.raises(ValueError, match="fields num_clients"):
         agent_study.shared_federation({"a": [Run()], "b": [Run(num_clients=20, clients_per_round=10)]})
+
+
+def test_a_variant_against_another_resamples_both_sides_runs():
+    def runs(returns_by_run):
+        return [{"seed": seed, "checkpoint": f"run{r}", "team_return": value}
+                for r, values in enumerate(returns_by_run) for seed, value in zip((1, 2, 3), values)]
+
+    per_episode = {"short": runs([[2.0, 4.0, 6.0]]), "long": runs([[1.0, 3.0, 5.0], [3.0, 5.0, 7.0]])}
+    [d] = agent_study.variant_differences(per_episode, [("short", "long")], [1, 2, 3])
+    assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.0, -1.0, 1.0, "level"))
+    with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
+        agent_study.parse_pairs(["short:lng"], ["short", "long"])
