@@ -64,6 +64,9 @@ RATIO_TARGET = 1.2
 """The bars: margins with the interval above 0; the transfer ratio at least 1.2, its interval above 1."""
 START, END = "<!-- learned-agent:start -->", "<!-- learned-agent:end -->"
 PAGE = ROOT / "docs" / "results" / "learned-agent.md"
+README = ROOT / "README.md"
+"""``--write`` puts the full tables between the markers of the page and :func:`readme_table` between the
+same markers of README."""
 QUICK_GRID = "1:1"
 QUICK_EPISODES = 3
 QUICK_VDN = dict(learning_starts=2, batch_size=8)
@@ -248,6 +251,28 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
     return "\n".join(lines)
 
 
+def readme_table(rows: dict[str, dict[str, dict]]) -> str:
+    """README's short form: per variant, the margins of the trained setting, the transfer ratios and how
+    many bars it meets."""
+    lines = ["| learned variant | minus best fixed | minus best schedule | ratio to best fixed at 4x / 8x | bars met |",
+             "|---|---|---|---|---|"]
+    variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+    for variant in variants:
+        trained = rows.get("trained", {}).get(variant, {})
+        cells = []
+        for role in ("fixed", "schedule"):
+            key = f"minus_{role}"
+            cells.append(f"{_interval(trained[key], trained[f'{key}_low'], trained[f'{key}_high'])} "
+                         f"{trained[f'{key}_label']} ({trained[f'best_{role}']})" if key in trained else "")
+        cells.append(" / ".join(f"{rows[s][variant]['ratio']:.2f}x [{rows[s][variant]['ratio_low']:.2f}, "
+                                f"{rows[s][variant]['ratio_high']:.2f}]" for s in ("4x", "8x")
+                                if variant in rows.get(s, {})))
+        met = [ok for _, ok in bars(rows, variant)]
+        cells.append(f"{sum(met)} of {len(met)}")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def train_quick_runs(out: Path) -> dict[str, list[str]]:
     """``--quick``: two CI-sized runs of the main job (3 episodes of :data:`benchmarks.common.QUICK_FEDERATION`),
     trained here unless an earlier ``--quick`` run left them in ``OUT/quick_runs``."""
@@ -272,8 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
     parser.add_argument("--grid", default=DEFAULT_GRID, help="the schedules' k:L pairs (default: %(default)s)")
     parser.add_argument("--out", required=True, help="folder of the per-setting results (reused by reruns)")
-    parser.add_argument("--write", action="store_true", help="write the tables between the markers of --page")
+    parser.add_argument("--write", action="store_true",
+                        help="write the tables between the markers of --page and the short table into --readme")
     parser.add_argument("--page", default=str(PAGE), help="page with the learned-agent:start/end markers")
+    parser.add_argument("--readme", default=str(README), help="README with the same markers (the short table)")
     parser.add_argument("--quick", action="store_true",
                         help="CI size: trains two 3-episode runs of 3 clients, 2 seeds, fixed policies "
                              f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}")
@@ -326,7 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences})
     if args.write:
         try:
+            for path in (Path(args.page), Path(args.readme)):
+                if START not in path.read_text():
+                    raise ValueError(f"{path} has no {START} marker")
             write_between_markers(Path(args.page), block, START, END)
+            write_between_markers(Path(args.readme), f"{readme_table(rows)}\n\n(`{command}`, commit "
+                                  f"`{git_commit()}`; [the bars and all settings](docs/results/learned-agent.md))",
+                                  START, END)
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
     return 0

@@ -50,6 +50,17 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
     cached = (tmp_path / "trained" / "fixed.json").read_text()
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained"]) == 0
     assert (tmp_path / "trained" / "fixed.json").read_text() == cached  # reused, not evaluated again
+    page, readme = tmp_path / "page.md", tmp_path / "README.md"
+    page.write_text(f"{agent_study.START}\nold\n{agent_study.END}\n")
+    readme.write_text("no markers\n")
+    write = ["--quick", "--out", str(tmp_path), "--settings", "trained", "--write", "--page", str(page),
+             "--readme", str(readme)]
+    with pytest.raises(SystemExit):
+        agent_study.main(write)
+    assert page.read_text() == f"{agent_study.START}\nold\n{agent_study.END}\n"  # neither file written
+    readme.write_text(f"intro\n{agent_study.START}\n{agent_study.END}\n")
+    assert agent_study.main(write) == 0
+    assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
 
 
 @pytest.mark.parametrize("items,message", [
@@ -83,3 +94,4 @@ def test_a_variant_against_another_resamples_both_sides_runs():
     assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.0, -1.0, 1.0, "level"))
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
+
