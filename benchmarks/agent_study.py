@@ -292,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare", nargs="+", default=[], metavar="A:B",
                         help="also report variant A minus variant B in the trained setting (e.g. fewer episodes "
                              "against the main job's)")
+    parser.add_argument("--transfer-variants", nargs="*", default=None, metavar="NAME",
+                        help="the variants evaluated at 4x and 8x the clients (default: every variant; the flag "
+                             "alone: none)")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="settings to evaluate and tabulate (default: all); results already in OUT are reused")
     parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
@@ -318,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         if not runs:
             raise ValueError("give --runs NAME=GLOB (or --quick)")
         pairs = parse_pairs(args.compare, list(runs))
+        transferred = list(runs) if args.transfer_variants is None else args.transfer_variants
+        unknown = sorted(set(transferred) - set(runs))
+        if unknown:
+            raise ValueError(f"--transfer-variants {', '.join(unknown)}: not variants of --runs ({', '.join(runs)})")
         learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
         federation = shared_federation(learned)
         grid = QUICK_GRID if args.quick else args.grid
@@ -335,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         scheduled = schedules(grid, config.num_rounds)
         per_episode.update(evaluate_group(out / setting / "schedules.json", config, scheduled, seeds, probing=False))
         for name, policies in learned.items():
+            if setting != "trained" and name not in transferred:
+                continue
             for policy in policies:
                 policy.name = name
             learned_config = dataclasses.replace(
@@ -346,8 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         if setting == "trained":
             differences = variant_differences(per_episode, pairs, seeds)
     command = "python -m benchmarks.agent_study " + " ".join(
-        ["--quick"] if args.quick else [f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"]
-                                                                        if args.compare else []), f"--out {args.out}"])
+        ["--quick"] if args.quick else [
+            f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
+            *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
+              if args.transfer_variants is not None else []),
+            f"--out {args.out}"])
     block = markdown(rows, command, git_commit(), differences)
     print(block)
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences})

@@ -61,6 +61,10 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
     readme.write_text(f"intro\n{agent_study.START}\n{agent_study.END}\n")
     assert agent_study.main(write) == 0
     assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
+    with pytest.raises(SystemExit):  # a transfer variant that is not a variant of the study
+        agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants", "no-such-variant"])
+    assert agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants"]) == 0
+    assert "main-job" not in json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]  # none transferred
 
 
 @pytest.mark.parametrize("items,message", [
