@@ -23,7 +23,7 @@ fedprox  FedProx's mu over its candidate set {0.001, 0.01, 0.1, 1} (Li et al., M
 Every figure is judged by a rule stated here (:func:`speedup_verdict`, :func:`reduction_verdict`,
 :func:`gain_verdict`), and the sentences stating a result are generated from the numbers.
 
-    python benchmarks/paper_checks.py --data-root <folder with MNIST/raw>   # full MNIST, ~40 CPU-minutes
+    python benchmarks/paper_checks.py --data-root <folder with MNIST/raw>   # full MNIST, ~30 min on one thread
     python benchmarks/paper_checks.py --data-root <folder> --write          # ... and rewrite the results page
     python benchmarks/paper_checks.py --quick                                # seconds: embedded mnist5k
 
