@@ -2,6 +2,9 @@
 :data:`fedenv.registry.AGGREGATION_RULES`).
 
 - ``fedavg``: :class:`~.fedavg.FedAvg`, weights ``n_k / sum_{j in S_t} n_j`` (McMahan et al., AISTATS 2017).
+- ``fedavg-eq3``: :class:`~.fedavg.FedAvgEq3`, FedAvg as FedCM writes it (Kim et al., arXiv 2012.03270,
+  Eq. 3): ``w = sum_{k not in S_t} p_k w_t + sum_{k in S_t} p_k w_k``, ``p_k = n_k / sum_{j in S} n_j``: the
+  clients not sampled keep the current global model.
 - ``fedpdp``: :class:`~.fedpdp.FedPdp`, FedCM's Table 1 form of FedAvg with partial device participation
   (Li et al., ICLR 2020): ``w = sum_{k in S_t} p_k |S| / |S_t| w_k`` with
   ``p_k = n_k / sum_{j in S} n_j`` over all clients ``S``, renormalised to sum to 1 (our default:
@@ -17,7 +20,8 @@
   coordinate-wise robust aggregation (Yin et al., ICML 2018; Flower's FedTrimmedAvg, FedMedian).
 
 Every weighted rule's weights sum to 1 over the uploads it keeps (FedPdp and FedCA only stray from this
-when their option ``unnormalised`` asks for the papers' literal form). A rule's options are a dataclass
+when their option ``unnormalised`` asks for the papers' literal form; ``fedavg-eq3``'s weights sum to the
+uploads' share of the samples, the rest sitting on the current global model). A rule's options are a dataclass
 beside its class (``FedCAOptions``; :mod:`fedenv.options`). The contract (:class:`~.base.Uploads`,
 :class:`~.base.AggregationRule`, :class:`~.base.AggregationResult`) is in :mod:`.base`; the weighted sums
 of today's rules are in :mod:`.weights`; :func:`fedenv.testing.check_aggregation_rule` checks a rule.
@@ -25,7 +29,7 @@ of today's rules are in :mod:`.weights`; :func:`fedenv.testing.check_aggregation
 
 from fedenv.aggregation.base import AggregationResult, AggregationRule, Uploads, weighted_result
 from fedenv.aggregation.fedadp import FedAdp, fedadp_weights, gompertz
-from fedenv.aggregation.fedavg import FedAvg, fedavg_weights
+from fedenv.aggregation.fedavg import FedAvg, FedAvgEq3, fedavg_weights
 from fedenv.aggregation.fedca import FEDCA_EXHAUSTIVE_LIMIT, FedCA, fedca_scores, fedca_subset
 from fedenv.aggregation.fedpdp import FedPdp, fedpdp_weights
 from fedenv.aggregation.trimmed_mean import Median, TrimmedMean, trimmed_mean
@@ -37,6 +41,7 @@ __all__ = [
     "AggregationRule",
     "FedAdp",
     "FedAvg",
+    "FedAvgEq3",
     "FedCA",
     "FedPdp",
     "Median",

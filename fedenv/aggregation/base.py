@@ -8,8 +8,9 @@ parameters). A rule of today's kind, a weighted sum of the uploads, implements :
 only; the base class then forms ``sum_k weight_k * w_k`` over the kept uploads (:func:`weighted_result`).
 Those rules return weights summing to 1 over the kept uploads, so the global model is a convex
 combination of them; only the option ``unnormalised`` of ``fedpdp`` and ``fedca`` (the papers' literal
-form) breaks this on purpose. BatchNorm running statistics are averaged with the weights normalised to
-sum to 1. A rule that is not a weighted sum (coordinate-wise median, trimmed mean:
+form) breaks this on purpose, and ``fedavg-eq3`` (FedCM's Eq. 3), whose weights leave the share of the
+clients not sampled on the current global model. BatchNorm running statistics are averaged with the
+weights normalised to sum to 1. A rule that is not a weighted sum (coordinate-wise median, trimmed mean:
 :mod:`fedenv.aggregation.trimmed_mean`) implements :meth:`AggregationRule.aggregate` itself.
 
 A new rule is one module with a subclass of :class:`AggregationRule` and one registration line in
