@@ -48,10 +48,8 @@ from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.fileio import atomic_write_json
 from fedenv.names import check_known
-from train_agents import set_threads
+from train_agents import DEFAULT_EPISODES, set_threads
 
-DEFAULT_EPISODES = 500
-"""The main job's episodes (``train_agents.py``'s default)."""
 DEFAULT_EVAL_INTERVAL = 25
 QUICK_ENV = dict(dataset="mnist5k", num_clients=3, clients_per_round=3, num_rounds=2, test_samples=200,
                  device="cpu")
