@@ -129,6 +129,19 @@ def test_every_command_of_the_page_runs(page, tmp_path, run_once):
         assert failed is None, f"{page}: `{to_run}` failed:\n{failed.stderr[-3000:]}"
 
 
+def test_a_later_page_reuses_an_outcome_only_where_the_named_paths_are_as_they_were(tmp_path, run_once):
+    first, second, third = (tmp_path / name for name in ("first", "second", "third"))
+    for folder in (first, second, third):
+        folder.mkdir()
+    make, read = "mkdir -p out && echo $RANDOM > out/a.txt", "cat out/a.txt && touch out/read.txt"
+    assert run_once(first, make) is None and run_once(first, read) is None
+    assert run_once(second, make) is None and run_once(second, read) is None  # both reused: nothing ran
+    assert (second / "out" / "a.txt").read_text() == (first / "out" / "a.txt").read_text()
+    assert (second / "out" / "read.txt").is_file()
+    failed = run_once(third, read)  # a page without the step making out/a.txt runs the command, which fails
+    assert failed is not None and "out/a.txt" in failed.stderr
+
+
 def test_every_listed_command_is_still_documented():
     documented = {c for page in doc_commands.PAGES for c in doc_commands.documented_commands(page)}
     stale = (set(doc_commands.LONG) | set(doc_commands.NOT_RUN)) - documented
