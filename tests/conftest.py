@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny federation (see :func:`tests.helpers.tiny_config`) and trace files."""
+"""Shared fixtures: the tiny federation (see :func:`tests.helpers.tiny_config`) and trace files; the test
+process runs torch on train_agents.py's default thread count."""
 
 from __future__ import annotations
 
@@ -6,9 +7,17 @@ import json
 
 import pytest
 
+import train_agents
 from fedenv.env import ClientSelectionEnv
 from tests.helpers import tiny_config as make_tiny_config
 from tests.helpers import trace_document
+
+
+def pytest_configure(config):
+    """Torch threads of the test process: train_agents.py's default (one; a second did not pay, and on a
+    loaded machine two threads made the tiny federations' steps about eight times slower), set before
+    any test rather than by whichever test first calls ``train_agents.main``."""
+    train_agents.set_threads(train_agents.DEFAULT_THREADS)
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 from the repository root and takes the flags they give it: each ``python SCRIPT`` / ``python -m MODULE``
 is run with ``--help`` (no PYTHONPATH, as a user types it), and every flag a page passes it must be one its
 help lists. Benchmarks run both as files and as modules; the ``--quick`` forms given for the
-``gpu_check`` command run in full."""
+``gpu_check`` command run in full. A command without flags that ``tests/test_docs_commands.py`` runs as
+written is left to that test (the extending examples take no ``--help``: they would run in full twice)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.test_docs_commands import doc_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_OURS = ("pytest", "venv", "pip")
@@ -78,6 +81,14 @@ PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md")
 """README and the documentation pages its measurement write-ups and guides moved to (not the design, whose
 ``python benchmarks/NAME.py`` is a pattern)."""
 COMMANDS = [c for page in PAGES for c in readme_commands(page.read_text())]
+RUN_AS_WRITTEN = {doc_commands.command_to_run(c) for page in doc_commands.PAGES
+                  for c in doc_commands.documented_commands(page)} - {None}
+"""The commands ``tests/test_docs_commands.py`` runs (as written, or the quick forms of the long ones)."""
+
+
+def takes_no_flags_and_runs_as_written(command: list[str]) -> bool:
+    """True for a command without flags that ``tests/test_docs_commands.py`` runs exactly as given here."""
+    return not any(token.startswith("-") for token in command[1:]) and f"python {shlex.join(command)}" in RUN_AS_WRITTEN
 
 
 def test_readme_commands_are_found():
@@ -92,7 +103,10 @@ def test_the_extraction_reads_blocks_continuations_and_inline_spans():
     assert readme_commands(text) == [["b.py", "--y", "--z", "2"], ["-m", "pkg.mod", "--w"], ["a.py", "--x", "1"]]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[" ".join(c)[:60] for c in COMMANDS])
+CHECKED = [c for c in COMMANDS if not takes_no_flags_and_runs_as_written(c)]
+
+
+@pytest.mark.parametrize("command", CHECKED, ids=[" ".join(c)[:60] for c in CHECKED])
 def test_readme_command_starts_and_takes_its_flags(command):
     invocation = subcommand(command)
     text = help_text(invocation)

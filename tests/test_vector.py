@@ -16,10 +16,11 @@ def actions_for(agents, round_index, offset):
     return {a: int((i + round_index + offset) % 2 == 0) for i, a in enumerate(agents)}
 
 
-# ResNet-18: BatchNorm buffers per client and per federation; tiny clients (xclass gives 8 samples each)
+# ResNet-18: BatchNorm buffers per client and per federation; tiny clients (xclass gives 8 samples each) and
+# a validation split of 80 samples (2 % of each class; scored every round, it costs the most with ResNet-18)
 BATCHNORM = tiny_config(model="resnet18", local_epochs=2, batch_size=8, partition="xclass",
                         partition_options={"xclass": {"noniid_clients": 1, "samples": 8}},
-                        test_samples=20, momentum=0.5, fedprox_mu=0.01)
+                        test_samples=20, val_fraction=0.02, momentum=0.5, fedprox_mu=0.01)
 
 
 @pytest.mark.parametrize("config, seeds", [(CONFIG, [3, 11, 29]), (BATCHNORM, [3, 11])], ids=["mlp", "resnet18"])
