@@ -51,7 +51,7 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import RESULT_FILES, compare
 from fedenv.fileio import atomic_write_text, claim_output_folder, json_text
 
-DEFAULT_EPISODES = 500
+DEFAULT_EPISODES = 300
 HELD_OUT_SEEDS = (1000, 1001, 1002)
 DEFAULT_THREADS = 1
 DEFAULT_EVAL_INTERVAL = 50

@@ -1,7 +1,7 @@
 """Regenerate the results tables of the default federation from scratch: the documentation's results page
 (docs/results/default.md) and README's headline tables.
 
-    python benchmarks/readme_results.py                 # train 5 seeds of the main job (about 10 min each), evaluate
+    python benchmarks/readme_results.py                 # train 5 seeds of the main job (about 5 min each), evaluate
     python benchmarks/readme_results.py --checkpoint runs/r/seed_*/checkpoint.pt --write
     python benchmarks/readme_results.py --quick         # CI-sized: 2 seeds of 3 episodes, 2 rounds, 2 eval seeds
 
