@@ -1,6 +1,7 @@
 """What the reward pays for: fixed upload schedules on the default federation, next to FedAvg.
 
-A diagnostic for the learned agents (docs/results/default.md): the schedule
+A diagnostic for the learned agents (docs/results/learned-agent.md, where benchmarks/agent_study.py holds
+the learned agents against the best of these schedules): the schedule
 ``k random, all last L`` lets ``k`` random candidates upload in each of the first ``T - L`` rounds and
 every candidate in the last ``L`` rounds, without probing (it is charged only for the clients it makes
 train). Over a grid of ``(k, L)`` it shows which final accuracy, latency and upload a simple
