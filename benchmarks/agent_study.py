@@ -202,7 +202,8 @@ def bars(rows: dict[str, dict[str, dict]], variant: str) -> list[tuple[str, bool
     if trained:
         for role in ("fixed", "schedule"):
             if f"minus_{role}" in trained:
-                out.append((f"beats the best {role} policy ({trained[f'best_{role}']}): interval above 0",
+                what = "fixed policy" if role == "fixed" else "open-loop schedule"
+                out.append((f"beats the best {what} ({trained[f'best_{role}']}): interval above 0",
                             trained[f"minus_{role}_low"] > MARGIN_FLOOR))
         if "minus_fixed" in trained and not np.isnan(trained["run_std"]):
             out.append(("spread over training runs at most half the margin over the best fixed policy",
