@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
               if args.transfer_variants is not None else []),
             f"--out {args.out}"])
-    block = markdown(rows, command, git_commit(), differences)
+    commit = git_commit()  # before anything is written, which would make the tree dirty
+    block = markdown(rows, command, commit, differences)
     print(block)
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences})
     if args.write:
@@ -371,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError(f"{path} has no {START} marker")
             write_between_markers(Path(args.page), block, START, END)
             write_between_markers(Path(args.readme), f"{readme_table(rows)}\n\n(`{command}`, commit "
-                                  f"`{git_commit()}`; [the bars and all settings](docs/results/learned-agent.md))",
+                                  f"`{commit}`; [the bars and all settings](docs/results/learned-agent.md))",
                                   START, END)
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
