@@ -63,6 +63,13 @@ MARGIN_FLOOR = 0.0
 RATIO_TARGET = 1.2
 """The bars: margins with the interval above 0; the transfer ratio at least 1.2, its interval above 1."""
 START, END = "<!-- learned-agent:start -->", "<!-- learned-agent:end -->"
+"""The markers of the default ``--section``; ``--section NAME`` writes between ``learned-agent-NAME:start/end``."""
+
+
+def markers(section: str | None) -> tuple[str, str]:
+    """The page's start and end markers of ``section`` (None: :data:`START`, :data:`END`)."""
+    name = "learned-agent" if section is None else f"learned-agent-{section}"
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
 PAGE = ROOT / "docs" / "results" / "learned-agent.md"
 README = ROOT / "README.md"
 """``--write`` puts the full tables between the markers of the page and :func:`readme_table` between the
@@ -305,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the tables between the markers of --page and the short table into --readme")
     parser.add_argument("--page", default=str(PAGE), help="page with the learned-agent:start/end markers")
     parser.add_argument("--readme", default=str(README), help="README with the same markers (the short table)")
+    parser.add_argument("--section", default=None, metavar="NAME",
+                        help="write between the markers learned-agent-NAME:start/end (a second task's study) instead "
+                             "of learned-agent:start/end")
     parser.add_argument("--quick", action="store_true",
                         help="CI size: trains two 3-episode runs of 3 clients, 2 seeds, fixed policies "
                              f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}")
@@ -360,20 +370,21 @@ def main(argv: list[str] | None = None) -> int:
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
             *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
               if args.transfer_variants is not None else []),
-            f"--out {args.out}"])
+            *([f"--section {args.section}"] if args.section else []), f"--out {args.out}"])
     commit = git_commit()  # before anything is written, which would make the tree dirty
     block = markdown(rows, command, commit, differences)
     print(block)
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences})
     if args.write:
         try:
+            start, end = markers(args.section)
             for path in (Path(args.page), Path(args.readme)):
-                if START not in path.read_text():
-                    raise ValueError(f"{path} has no {START} marker")
-            write_between_markers(Path(args.page), block, START, END)
+                if start not in path.read_text():
+                    raise ValueError(f"{path} has no {start} marker")
+            write_between_markers(Path(args.page), block, start, end)
             write_between_markers(Path(args.readme), f"{readme_table(rows)}\n\n(`{command}`, commit "
                                   f"`{commit}`; [the bars and all settings](docs/results/learned-agent.md))",
-                                  START, END)
+                                  start, end)
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
     return 0

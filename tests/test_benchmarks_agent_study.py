@@ -99,3 +99,9 @@ def test_a_variant_against_another_resamples_both_sides_runs():
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
 
+
+
+def test_a_section_has_its_own_markers():
+    assert agent_study.markers(None) == ("<!-- learned-agent:start -->", "<!-- learned-agent:end -->")
+    assert agent_study.markers("task100") == ("<!-- learned-agent-task100:start -->",
+                                              "<!-- learned-agent-task100:end -->")
