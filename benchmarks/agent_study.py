@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
-    settings = [s for s in args.settings if not (args.quick and s == "8x")]
+    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or transferred)]
     rows: dict[str, dict[str, dict]] = {}
     differences: list[dict] = []
     for setting in settings:

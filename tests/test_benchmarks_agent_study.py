@@ -2,6 +2,7 @@
 the --quick run wrote, and the errors for bad --runs."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -63,8 +64,10 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
     assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
     with pytest.raises(SystemExit):  # a transfer variant that is not a variant of the study
         agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants", "no-such-variant"])
+    shutil.rmtree(tmp_path / "4x")
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants"]) == 0
-    assert "main-job" not in json.loads((tmp_path / "rows.json").read_text())["rows"].get("4x", {})  # none moved
+    assert list(json.loads((tmp_path / "rows.json").read_text())["rows"]) == ["trained"]
+    assert not (tmp_path / "4x").exists()  # no variant to transfer: the transfer settings are not evaluated
 
 
 @pytest.mark.parametrize("items,message", [
