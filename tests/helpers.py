@@ -116,3 +116,17 @@ def strict_json_loads(text: str):
         raise ValueError(f"{constant} is not standard JSON")
 
     return json.loads(text, parse_constant=refuse)
+
+
+def capture_uploads(federation) -> dict:
+    """Wrap ``federation.rule.aggregate`` so that each call's ``RoundUploads`` is kept in the returned dict
+    (key ``"uploads"``, the latest round's) before the rule aggregates them as before."""
+    captured = {}
+    aggregate = federation.rule.aggregate
+
+    def spy(round_uploads):
+        captured["uploads"] = round_uploads
+        return aggregate(round_uploads)
+
+    federation.rule.aggregate = spy
+    return captured

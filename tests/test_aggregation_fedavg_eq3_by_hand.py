@@ -8,6 +8,7 @@ import torch
 from fedenv.aggregation import FedAvg, FedAvgEq3, Uploads
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
+from tests.helpers import capture_uploads
 
 SIZES = np.array([100.0, 200.0, 300.0, 400.0])   # 1,000 samples over 4 clients
 
@@ -55,14 +56,7 @@ def test_an_episode_runs_the_rule_by_its_registered_name():
     env.reset(seed=0)
     federation = env.simulator.federation
     before = {name: p.clone() for name, p in federation.global_params.items()}
-    captured = {}
-    aggregate = federation.rule.aggregate
-
-    def spy(round_uploads):
-        captured["uploads"] = round_uploads
-        return aggregate(round_uploads)
-
-    federation.rule.aggregate = spy
+    captured = capture_uploads(federation)
     env.step({a: 1 for a in env.agents})
     seen = captured["uploads"]
     shares = seen.data_sizes / seen.total_samples

@@ -10,6 +10,7 @@ from fedenv.aggregation.trimmed_mean import Median, TrimmedMean, trimmed_mean
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.testing import random_round
+from tests.helpers import capture_uploads
 
 
 def test_hand_worked_trimmed_means_and_medians():
@@ -51,14 +52,7 @@ def test_the_median_rule_runs_an_episode_and_sets_the_global_model_to_the_median
                                        device="cpu", test_samples=100))
     env.reset(seed=0)
     federation = env.simulator.federation
-    seen = {}
-    original = federation.rule.aggregate
-
-    def spy(uploads):
-        seen["uploads"] = uploads
-        return original(uploads)
-
-    federation.rule.aggregate = spy
+    seen = capture_uploads(federation)
     _, _, _, _, infos = env.step({a: 1 for a in env.agents})
     for name, p in federation.global_params.items():
         assert torch.equal(p, seen["uploads"].params[name].median(dim=0).values), name  # K = 3: the middle value
