@@ -45,7 +45,7 @@ import numpy as np
 
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
-from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, checkpoint_path, train_agent
+from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, best_fixed, checkpoint_path, train_agent
 from benchmarks.pages import ROOT, git_commit, write_between_markers
 from benchmarks.schedules import DEFAULT_GRID, parse_grid
 from fedenv.baselines import LateRoundsPolicy, compared_policies, make_policy
@@ -146,11 +146,6 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
     return per_episode
 
 
-def best_of(per_episode: dict[str, list[dict]], names: list[str]) -> str:
-    """The policy of ``names`` with the highest mean team return (the first of equals)."""
-    return max(names, key=lambda name: np.mean([e["team_return"] for e in per_episode[name]]))
-
-
 def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
                 seeds: list[int]) -> dict:
     """One variant at one setting: its mean return, the best fixed policy and schedule, the paired
@@ -161,7 +156,7 @@ def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[st
     for role, names in (("fixed", fixed), ("schedule", scheduled)):
         if not names:
             continue
-        best = best_of(per_episode, names)
+        best = best_fixed(per_episode, names)
         reference = value_matrix(per_episode[best], "team_return", seeds)[0]
         difference, low, high = paired_interval(values, reference)
         row.update({f"best_{role}": best, f"best_{role}_return": float(reference.mean()),
