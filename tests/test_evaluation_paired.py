@@ -4,10 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from fedenv.evaluation.paired import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CONFIDENCE_LEVEL,
     compare_to_references,
     interval_label,
+    mean_interval,
     paired_differences,
     paired_interval,
     reference_policies,
@@ -124,3 +129,47 @@ def test_a_reference_from_several_runs_has_its_runs_resampled_too():
     assert (difference, low, high) == pytest.approx((0.0, -1.0, 1.0))
     # one run on each side: the pairs alone, a zero-width interval at the constant difference
     assert paired_interval(seeds + 1.0, np.array([seeds])) == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_the_mean_of_constant_values_has_a_zero_width_interval_at_that_value():
+    assert mean_interval(np.full((3, 4), 0.7)) == pytest.approx((0.7, 0.7, 0.7), abs=1e-12)
+
+
+def test_the_mean_of_one_run_is_the_plain_seed_bootstrap_of_scipy_on_the_same_seed():
+    # one run: only the seeds are resampled, so the interval is scipy's percentile bootstrap of the mean of
+    # the values themselves, drawn from the same generator (the same indices, hence the same resamples)
+    values = np.array([0.3, 1.2, -0.4, 2.5, 0.9, 0.1])
+    direct = stats.bootstrap((values,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES, confidence_level=CONFIDENCE_LEVEL,
+                             method="percentile", rng=np.random.default_rng(BOOTSTRAP_SEED))
+    mean, low, high = mean_interval(values[None, :])
+    assert mean == pytest.approx(0.7667, abs=1e-4)  # 4.6 / 6
+    assert (low, high) == pytest.approx((direct.confidence_interval.low, direct.confidence_interval.high), rel=1e-12)
+    assert low < mean < high
+
+
+def test_two_seeds_resampled_give_the_mean_of_either_seed_or_of_both():
+    # seeds 1 and 3: a resample draws seed values (1, 1), (1, 3), (3, 1) or (3, 3), means 1 (1/4), 2 (1/2)
+    # or 3 (1/4), so the 95 % percentile interval is [1, 3]
+    assert mean_interval(np.array([1.0, 3.0])) == pytest.approx((2.0, 1.0, 3.0))
+
+
+def test_runs_that_differ_widen_the_interval_where_resampling_seeds_alone_would_not():
+    # two runs, constant over seeds, at 1 and 3: on every seed the mean over runs is 2, so resampling the
+    # seeds alone always gives 2 (zero width); resampling the 2 runs as wholes gives 1 (1/4), 2 (1/2) or
+    # 3 (1/4), so the 95 % interval is [1, 3]
+    values = np.array([[1.0, 1.0, 1.0], [3.0, 3.0, 3.0]])
+    assert mean_interval(values) == pytest.approx((2.0, 1.0, 3.0))
+    assert mean_interval(values.mean(axis=0)) == pytest.approx((2.0, 2.0, 2.0))  # the seeds-only resampling
+
+
+def test_a_mean_without_an_interval_and_bad_values_refused():
+    mean, low, high = mean_interval(np.array([[2.0], [4.0]]))  # one seed: no interval
+    assert mean == 3.0 and math.isnan(low) and math.isnan(high)
+    mean, low, high = mean_interval(np.array([1.0, math.nan, 2.0]))
+    assert math.isnan(mean) and math.isnan(low) and math.isnan(high)
+    with pytest.raises(ValueError, match=r"values of shape \(2, 2, 2\): give \(runs, seeds\) or \(seeds,\)"):
+        mean_interval(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"values of shape \(1, 0\)"):
+        mean_interval(np.array([]))
+    with pytest.raises(ValueError, match=r"confidence_level=1\.0 must be in"):
+        mean_interval(np.ones(3), confidence_level=1.0)

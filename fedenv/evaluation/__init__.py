@@ -7,7 +7,13 @@ difference to the references (FedAvg, the best fixed policy) with bootstrap conf
 
 from fedenv.evaluation.compare import compare, evaluate_policies, policy_config
 from fedenv.evaluation.metrics import METRICS, per_episode_metrics, summarise, summarise_by_checkpoint
-from fedenv.evaluation.paired import compare_to_references, paired_differences, paired_interval, reference_policies
+from fedenv.evaluation.paired import (
+    compare_to_references,
+    mean_interval,
+    paired_differences,
+    paired_interval,
+    reference_policies,
+)
 from fedenv.evaluation.plots import pareto_front, plot_results
 from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import RESULT_FILES, write_results
@@ -29,6 +35,7 @@ __all__ = [
     "format_paired_table",
     "format_table",
     "json_safe",
+    "mean_interval",
     "paired_differences",
     "paired_interval",
     "pareto_front",

@@ -10,7 +10,8 @@ on that seed together. A learned policy evaluated from several checkpoints (trai
 et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice", NeurIPS 2021, Sec. 4,
 whose ``rliable`` library reports percentile bootstrap intervals over runs). The resampling is
 ``scipy.stats.bootstrap`` (percentile method, seeded); "better", "level" and "worse" are read from the
-interval alone: it lies above 0, contains 0, or lies below 0.
+interval alone: it lies above 0, contains 0, or lies below 0. :func:`mean_interval` gives one policy's
+plain mean with the interval of the same resampling (seeds, and whole runs), for tables of every metric.
 """
 
 from __future__ import annotations
@@ -73,14 +74,56 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
         raise ValueError(f"values of shape {values.shape} and reference of shape {reference.shape} do not pair: "
                          "give (runs, seeds) and (seeds,) or (runs, seeds)")
     reference = np.atleast_2d(reference)
-    if not 0.0 < confidence_level < 1.0:
-        raise ValueError(f"confidence_level={confidence_level} must be in (0, 1)")
     combine = np.subtract if statistic == "difference" else np.divide
     value = float(combine(values.mean(), reference.mean()))
-    seeds = values.shape[1]
-    if seeds < 2 or not (np.isfinite(values).all() and np.isfinite(reference).all()):
-        return value, math.nan, math.nan
-    sides = [side for side in (values, reference) if len(side) > 1]  # the sides whose runs are resampled
+    low, high = _bootstrap_interval((values, reference), combine, confidence_level, n_resamples, seed)
+    return value, low, high
+
+
+def mean_interval(values: np.ndarray, confidence_level: float = CONFIDENCE_LEVEL,
+                  n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+    """The mean of one policy's metric over training runs x evaluation seeds and its bootstrap confidence
+    interval, resampled as :func:`paired_interval` resamples one side: the seeds and, with several runs,
+    the runs independently of the seeds, each run as a whole (all its seeds); the percentile interval over
+    runs that ``rliable`` reports (Agarwal et al., NeurIPS 2021, Sec. 4), with the seeds resampled too.
+
+    Args:
+        values: ``(R, S)`` the metric (in its own unit, e.g. seconds or MB) for each of ``R`` training runs
+            (1 for a fixed policy) on each of ``S`` evaluation seeds; ``(S,)`` is one run.
+        confidence_level: in (0, 1). n_resamples: bootstrap resamples, >= 1. seed: the resampling's seed.
+
+    Returns:
+        ``(mean, low, high)``: the mean over all ``R x S`` values and the percentile bootstrap interval's
+        bounds (``scipy.stats.bootstrap``), in the metric's unit. The bounds are NaN with fewer than 2
+        seeds or a non-finite value.
+
+    Raises:
+        ValueError: values that are not ``(S,)`` or ``(R, S)`` with ``R, S >= 1`` (the message gives the
+            shape), or a confidence level outside (0, 1).
+    """
+    values = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    if values.ndim != 2 or values.size == 0:
+        raise ValueError(f"values of shape {values.shape}: give (runs, seeds) or (seeds,), at least one of each")
+    low, high = _bootstrap_interval((values,), lambda mean: mean, confidence_level, n_resamples, seed)
+    return float(values.mean()), low, high
+
+
+def _bootstrap_interval(sides: tuple[np.ndarray, ...], combine, confidence_level: float, n_resamples: int,
+                        seed: int) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``combine(*means)``, the means of ``sides`` (``(R, S)`` matrices
+    on the same ``S`` seeds): the seeds resampled once for all sides (pairs kept) and each side with
+    ``R > 1`` its runs resampled as whole runs, independently. NaN bounds with fewer than 2 seeds or a
+    non-finite value.
+
+    Raises:
+        ValueError: a confidence level outside (0, 1).
+    """
+    if not 0.0 < confidence_level < 1.0:
+        raise ValueError(f"confidence_level={confidence_level} must be in (0, 1)")
+    seeds = sides[0].shape[1]
+    if seeds < 2 or not all(np.isfinite(side).all() for side in sides):
+        return math.nan, math.nan
+    resampled_runs = [side for side in sides if len(side) > 1]
 
     def mean_of(side, seed_index, run_index):
         if run_index is None:
@@ -89,13 +132,12 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
 
     def resampled(seed_index, *run_indices, axis=-1):
         drawn = iter(run_indices)
-        means = [mean_of(side, seed_index, next(drawn) if len(side) > 1 else None) for side in (values, reference)]
-        return combine(*means)
+        return combine(*(mean_of(side, seed_index, next(drawn) if len(side) > 1 else None) for side in sides))
 
-    data = (np.arange(seeds), *(np.arange(len(side)) for side in sides))
+    data = (np.arange(seeds), *(np.arange(len(side)) for side in resampled_runs))
     result = stats.bootstrap(data, resampled, n_resamples=n_resamples, vectorized=True, paired=False,
                              confidence_level=confidence_level, method="percentile", rng=np.random.default_rng(seed))
-    return value, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def interval_label(low: float, high: float) -> str | None:
