@@ -51,7 +51,7 @@ from benchmarks.schedules import DEFAULT_GRID, parse_grid
 from fedenv.baselines import LateRoundsPolicy, compared_policies, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
-from fedenv.evaluation.paired import interval_label, paired_interval, value_matrix
+from fedenv.evaluation.paired import interval_label, mean_interval, paired_interval, value_matrix
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
 from fedenv.fileio import atomic_write_json
 
@@ -74,6 +74,10 @@ PAGE = ROOT / "docs" / "results" / "learned-agent.md"
 README = ROOT / "README.md"
 """``--write`` puts the full tables between the markers of the page and :func:`readme_table` between the
 same markers of README."""
+POLICY_METRICS = (("team_return", "team return", 3), ("final_accuracy", "final accuracy", 3),
+                  ("total_latency_s", "latency (s)", 1), ("total_upload_mb", "upload (MB)", 1),
+                  ("total_download_mb", "download (MB)", 1))
+"""The columns of the all-policies table: per-episode metric, heading, decimals."""
 QUICK_GRID = "1:1"
 QUICK_EPISODES = 3
 QUICK_VDN = dict(learning_starts=2, batch_size=8)
@@ -182,6 +186,43 @@ def variant_differences(per_episode: dict[str, list[dict]], pairs: list[tuple[st
     return out
 
 
+def probing_mode(episodes: list[dict]) -> str:
+    """How a policy's episodes played: ``probing`` (every episode with a probing epoch), ``no probing``
+    (none), ``mixed``, or ``not recorded`` when an episode lacks the field."""
+    modes = {episode.get("probing") for episode in episodes}
+    if None in modes:
+        return "not recorded"
+    return "mixed" if len(modes) > 1 else "probing" if modes == {True} else "no probing"
+
+
+def policy_rows(per_episode: dict[str, list[dict]], kinds: dict[str, list[str]], seeds: list[int]) -> list[dict]:
+    """The all-policies table of one setting: one row per policy of ``kinds`` (``kind -> policy names``,
+    e.g. ``learned``, ``fixed``, ``schedule``; rows in that order), from the per-episode metrics already
+    evaluated.
+
+    Returns:
+        Rows of ``kind``, ``policy``, ``probing`` (:func:`probing_mode`), ``runs``, ``seeds`` and, for each
+        metric of :data:`POLICY_METRICS`, ``{metric}`` (the mean over runs x seeds, in the metric's unit),
+        ``{metric}_low`` and ``{metric}_high`` (its 95 % bootstrap interval,
+        :func:`~fedenv.evaluation.paired.mean_interval`: seeds and whole runs resampled).
+
+    Raises:
+        ValueError: a policy that did not run, or a run that lacks one of ``seeds`` (the message names it).
+    """
+    rows = []
+    for kind, names in kinds.items():
+        for name in names:
+            if name not in per_episode:
+                raise ValueError(f"policy {name!r} did not run; ran: {', '.join(per_episode)}")
+            matrices = {metric: value_matrix(per_episode[name], metric, seeds) for metric, _, _ in POLICY_METRICS}
+            row = {"kind": kind, "policy": name, "probing": probing_mode(per_episode[name]),
+                   "runs": len(matrices["team_return"]), "seeds": len(seeds)}
+            for metric, values in matrices.items():
+                row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = mean_interval(values)
+            rows.append(row)
+    return rows
+
+
 def parse_pairs(items: list[str], variants: list[str]) -> list[tuple[str, str]]:
     """``A:B`` items -> ``(A, B)`` pairs of variant names.
 
@@ -222,9 +263,25 @@ def _interval(value: float, low: float, high: float, digits: int = 3) -> str:
     return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
-def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differences: list[dict] = ()) -> str:
+def policy_table(setting: str, rows: list[dict]) -> list[str]:
+    """The lines of one setting's all-policies table (:func:`policy_rows`), under a heading line."""
+    multiple = SETTINGS[setting]
+    clients = "the training federation" if multiple == 1 else f"{multiple}x the training federation's clients"
+    lines = [f"**All policies, setting `{setting}`** ({clients}):", "",
+             "| policy | kind | probing | runs x seeds | " + " | ".join(h for _, h, _ in POLICY_METRICS) + " |",
+             "|---|---|---|---|" + "---|" * len(POLICY_METRICS)]
+    for r in rows:
+        cells = [f"{r[m]:.{d}f} [{r[f'{m}_low']:.{d}f}, {r[f'{m}_high']:.{d}f}]" for m, _, d in POLICY_METRICS]
+        lines.append(f"| {r['policy']} | {r['kind']} | {r['probing']} | {r['runs']} x {r['seeds']} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differences: list[dict] = (),
+             policies: dict[str, list[dict]] | None = None) -> str:
     """The page block: one table row per setting and variant, the differences between variants (trained
-    setting), then each variant's bars."""
+    setting), each variant's bars, then per setting the all-policies table (``setting -> rows`` of
+    :func:`policy_rows`)."""
     lines = [f"Generated by `{command}` at commit `{commit}`; team return, mean over training runs x held-out "
              "seeds; differences and ratios paired on the same seeds with 95 % bootstrap intervals (over seeds "
              "and whole runs); `run std`: standard deviation of the per-run mean returns.", "",
@@ -251,6 +308,12 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
     for variant in variants:
         lines += ["", f"Bars for `{variant}`:", ""]
         lines += [f"- {'met' if met else 'not met'}: {text}" for text, met in bars(rows, variant)]
+    if policies:
+        lines += ["", "Every policy's metrics per setting: the learned variants, the fixed policies and the open-loop "
+                  "schedules, each in the probing mode it played in; mean over training runs x held-out seeds, "
+                  "per episode, with the 95 % bootstrap interval (over seeds and whole runs)."]
+    for setting, setting_rows in (policies or {}).items():
+        lines += ["", *policy_table(setting, setting_rows)]
     return "\n".join(lines)
 
 
@@ -340,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
     settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or transferred)]
     rows: dict[str, dict[str, dict]] = {}
+    policies: dict[str, list[dict]] = {}
     differences: list[dict] = []
     for setting in settings:
         config = setting_config(federation, SETTINGS[setting])
@@ -347,17 +411,18 @@ def main(argv: list[str] | None = None) -> int:
                                           [make_policy(name) for name in fixed], seeds, probing=None))
         scheduled = schedules(grid, config.num_rounds)
         per_episode.update(evaluate_group(out / setting / "schedules.json", config, scheduled, seeds, probing=False))
-        for name, policies in learned.items():
-            if setting != "trained" and name not in transferred:
-                continue
-            for policy in policies:
+        variants = [name for name in learned if setting == "trained" or name in transferred]
+        for name in variants:
+            for policy in learned[name]:
                 policy.name = name
             learned_config = dataclasses.replace(
-                config, **{field: getattr(policies[0].env_config, field) for field in LEARNER_FIELDS})
-            per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, policies, seeds,
+                config, **{field: getattr(learned[name][0].env_config, field) for field in LEARNER_FIELDS})
+            per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, learned[name], seeds,
                                               probing=None, checkpoints=runs[name]))
             rows.setdefault(setting, {})[name] = variant_row(per_episode, name, fixed,
                                                              [s.name for s in scheduled], seeds)
+        policies[setting] = policy_rows(per_episode, {"learned": variants, "fixed": fixed,
+                                                      "schedule": [s.name for s in scheduled]}, seeds)
         if setting == "trained":
             differences = variant_differences(per_episode, pairs, seeds)
     command = "python -m benchmarks.agent_study " + " ".join(
@@ -367,9 +432,9 @@ def main(argv: list[str] | None = None) -> int:
               if args.transfer_variants is not None else []),
             *([f"--section {args.section}"] if args.section else []), f"--out {args.out}"])
     commit = git_commit()  # before anything is written, which would make the tree dirty
-    block = markdown(rows, command, commit, differences)
+    block = markdown(rows, command, commit, differences, policies)
     print(block)
-    atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences})
+    atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences, "policies": policies})
     if args.write:
         try:
             start, end = markers(args.section)

@@ -1,5 +1,5 @@
-"""benchmarks/agent_study.py: the bars read from hand-made rows, the rows recomputed by hand from the episodes
-the --quick run wrote, and the errors for bad --runs."""
+"""benchmarks/agent_study.py: the bars read from hand-made rows, the all-policies table from hand-made episodes,
+the rows recomputed by hand from the episodes the --quick run wrote, and the errors for bad --runs."""
 
 import json
 import shutil
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks import agent_study
+from benchmarks.common import QUICK_FIXED
 from fedenv.config import EnvConfig
 
 
@@ -62,6 +63,29 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
     readme.write_text(f"intro\n{agent_study.START}\n{agent_study.END}\n")
     assert agent_study.main(write) == 0
     assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
+    # the all-policies table, from the same episodes: every policy's plain mean per metric; with 2 seeds
+    # (and at most 2 runs) each single value is a resample of probability >= 1/16 > 2.5 %, so the 95 %
+    # percentile interval runs from the smallest value to the largest
+    episodes = {}
+    for group in ("fixed", "schedules", "main-job"):
+        episodes.update(json.loads((tmp_path / "trained" / f"{group}.json").read_text())["per_episode"])
+    policies = json.loads((tmp_path / "rows.json").read_text())["policies"]
+    assert list(policies) == ["trained"]
+    assert [(r["policy"], r["kind"]) for r in policies["trained"]] == [
+        ("main-job", "learned"), *((name, "fixed") for name in QUICK_FIXED), ("schedule 1:1", "schedule")]
+    for r in policies["trained"]:
+        eps = episodes[r["policy"]]
+        assert r["probing"] == ("probing" if eps[0]["probing"] else "no probing")
+        assert (r["runs"], r["seeds"]) == ((2, 2) if r["kind"] == "learned" else (1, 2))
+        for metric in ("team_return", "final_accuracy", "total_latency_s", "total_upload_mb", "total_download_mb"):
+            values = [e[metric] for e in eps]
+            assert (r[metric], r[f"{metric}_low"], r[f"{metric}_high"]) == pytest.approx(
+                (np.mean(values), min(values), max(values)))
+    text = page.read_text()
+    assert text.index("| trained | main-job | 2 x 2 |") < text.index("**All policies, setting `trained`**")
+    main_job = policies["trained"][0]
+    assert (f"| main-job | learned | {main_job['probing']} | 2 x 2 | {main_job['team_return']:.3f} "
+            f"[{main_job['team_return_low']:.3f}, {main_job['team_return_high']:.3f}] | ") in text
     with pytest.raises(SystemExit):  # a transfer variant that is not a variant of the study
         agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants", "no-such-variant"])
     shutil.rmtree(tmp_path / "4x")
@@ -102,6 +126,58 @@ def test_a_variant_against_another_resamples_both_sides_runs():
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
 
+
+
+def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of_each_metric():
+    def runs(by_run, probing):  # by_run: per run, per seed, (team return, final accuracy, latency s, upload MB)
+        return [{"seed": seed, "checkpoint": None if len(by_run) == 1 else f"run{r}", "probing": probing,
+                 "team_return": ret, "final_accuracy": acc, "total_latency_s": lat, "total_upload_mb": up,
+                 "total_download_mb": 2 * up} for r, per_seed in enumerate(by_run)
+                for seed, (ret, acc, lat, up) in zip((1, 2), per_seed)]
+
+    per_episode = {  # not in the table's order
+        "schedule 1:1": runs([[(0.5, 0.9, 7.0, 3.0), (0.5, 0.9, 7.0, 3.0)]], probing=False),
+        "fedavg": runs([[(0.0, 0.8, 10.0, 4.0), (0.4, 0.9, 30.0, 4.0)]], probing=False),
+        "vdn": runs([[(0.1, 0.7, 10.0, 1.0), (0.1, 0.7, 10.0, 1.0)], [(0.3, 0.7, 30.0, 1.0), (0.3, 0.7, 30.0, 1.0)]],
+                    probing=True),
+    }
+    rows = agent_study.policy_rows(per_episode, {"learned": ["vdn"], "fixed": ["fedavg"],
+                                                 "schedule": ["schedule 1:1"]}, [1, 2])
+    assert [(r["policy"], r["kind"], r["probing"], r["runs"], r["seeds"]) for r in rows] == [
+        ("vdn", "learned", "probing", 2, 2), ("fedavg", "fixed", "no probing", 1, 2),
+        ("schedule 1:1", "schedule", "no probing", 1, 2)]
+    vdn, fedavg, schedule = rows
+
+    def interval(r, metric):
+        return r[metric], r[f"{metric}_low"], r[f"{metric}_high"]
+
+    # vdn: two runs, each constant over the seeds, at 0.1 and 0.3: resampling the runs gives 0.1 (1/4),
+    # 0.2 (1/2) or 0.3 (1/4); the same for latency at 10 and 30 s; accuracy and traffic are constant
+    assert interval(vdn, "team_return") == pytest.approx((0.2, 0.1, 0.3))
+    assert interval(vdn, "total_latency_s") == pytest.approx((20.0, 10.0, 30.0))
+    assert interval(vdn, "final_accuracy") == pytest.approx((0.7, 0.7, 0.7))
+    assert interval(vdn, "total_download_mb") == pytest.approx((2.0, 2.0, 2.0))
+    # fedavg: one run, 0.0 and 0.4 on the two seeds: resampling the seeds gives 0.0, 0.2 or 0.4
+    assert interval(fedavg, "team_return") == pytest.approx((0.2, 0.0, 0.4))
+    assert interval(fedavg, "final_accuracy") == pytest.approx((0.85, 0.8, 0.9))
+    assert interval(fedavg, "total_upload_mb") == pytest.approx((4.0, 4.0, 4.0))
+    assert interval(schedule, "team_return") == pytest.approx((0.5, 0.5, 0.5))
+    lines = agent_study.policy_table("4x", rows)
+    assert lines[0] == "**All policies, setting `4x`** (4x the training federation's clients):"
+    assert lines[2] == ("| policy | kind | probing | runs x seeds | team return | final accuracy | latency (s) | "
+                        "upload (MB) | download (MB) |")
+    assert lines[4] == ("| vdn | learned | probing | 2 x 2 | 0.200 [0.100, 0.300] | 0.700 [0.700, 0.700] | "
+                        "20.0 [10.0, 30.0] | 1.0 [1.0, 1.0] | 2.0 [2.0, 2.0] |")
+    assert len(lines) == 4 + 3
+    with pytest.raises(ValueError, match="policy 'oort' did not run"):
+        agent_study.policy_rows(per_episode, {"fixed": ["oort"]}, [1, 2])
+
+
+def test_the_probing_mode_of_a_policy_is_read_from_its_episodes():
+    assert agent_study.probing_mode([{"probing": True}, {"probing": True}]) == "probing"
+    assert agent_study.probing_mode([{"probing": False}]) == "no probing"
+    assert agent_study.probing_mode([{"probing": True}, {"probing": False}]) == "mixed"
+    assert agent_study.probing_mode([{"probing": True}, {}]) == "not recorded"
 
 
 def test_a_section_has_its_own_markers():
