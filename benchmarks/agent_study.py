@@ -22,6 +22,13 @@ field are refused. Results are kept per setting and group in ``OUT/<setting>/<gr
 evaluates only what is missing, so two processes can share the work (``--settings``), and ``--write``
 puts the tables between the markers of the page.
 
+Under the bars, the page gives per setting an *all-policies* table (:func:`policy_rows`), read from the
+same per-episode results: one row per learner variant, fixed policy and schedule (in that order), with
+the probing mode it played in, its runs x seeds, and its team return, final accuracy, latency (s),
+upload and download (MB), each the mean over runs x seeds with its 95 % bootstrap interval over seeds
+and whole runs (:func:`fedenv.evaluation.paired.mean_interval`). ``OUT/rows.json`` holds these rows
+under ``policies``, beside the variants' rows and differences.
+
     python train_agents.py --no-probing --seed S --run-dir runs/no-probing/seed_S     # S = 0..4, per variant
     python -m benchmarks.agent_study --runs main-job='runs/headline/seed_*/checkpoint.pt' \\
         no-probing='runs/no-probing/seed_*/checkpoint.pt' --out results/agent_study --write
@@ -310,8 +317,9 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
         lines += [f"- {'met' if met else 'not met'}: {text}" for text, met in bars(rows, variant)]
     if policies:
         lines += ["", "Every policy's metrics per setting: the learned variants, the fixed policies and the open-loop "
-                  "schedules, each in the probing mode it played in; mean over training runs x held-out seeds, "
-                  "per episode, with the 95 % bootstrap interval (over seeds and whole runs)."]
+                  "schedules, each in the probing mode it played in; per episode (latency, upload and download "
+                  "summed over its rounds), mean over training runs x held-out seeds with the 95 % bootstrap "
+                  "interval (over seeds and whole runs)."]
     for setting, setting_rows in (policies or {}).items():
         lines += ["", *policy_table(setting, setting_rows)]
     return "\n".join(lines)
