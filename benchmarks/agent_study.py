@@ -284,8 +284,8 @@ def policy_table(setting: str, rows: list[dict]) -> list[str]:
     return lines
 
 
-def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differences: list[dict] = (),
-             policies: dict[str, list[dict]] | None = None) -> str:
+def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differences: list[dict],
+             policies: dict[str, list[dict]]) -> str:
     """The page block: one table row per setting and variant, the differences between variants (trained
     setting), each variant's bars, then per setting the all-policies table (``setting -> rows`` of
     :func:`policy_rows`)."""
@@ -320,7 +320,7 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
                   "schedules, each in the probing mode it played in; per episode (latency, upload and download "
                   "summed over its rounds), mean over training runs x held-out seeds with the 95 % bootstrap "
                   "interval (over seeds and whole runs)."]
-    for setting, setting_rows in (policies or {}).items():
+    for setting, setting_rows in policies.items():
         lines += ["", *policy_table(setting, setting_rows)]
     return "\n".join(lines)
 
