@@ -47,12 +47,22 @@ import argparse
 import dataclasses
 import glob
 import json
+from collections.abc import Callable
 
 import numpy as np
 
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
-from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, best_fixed, checkpoint_path, train_agent
+from agents.rollout import TRAINING_SEED_BASE, training_seed
+from benchmarks.common import (
+    EVAL_SEED_BASE,
+    QUICK_FEDERATION,
+    QUICK_FIXED,
+    best_fixed,
+    checkpoint_path,
+    fine_tune,
+    train_agent,
+)
 from benchmarks.pages import ROOT, git_commit, write_between_markers
 from benchmarks.schedules import DEFAULT_GRID, parse_grid
 from fedenv.baselines import LateRoundsPolicy, compared_policies, make_policy
@@ -85,6 +95,8 @@ POLICY_METRICS = (("team_return", "team return", 3), ("final_accuracy", "final a
                   ("total_latency_s", "latency (s)", 1), ("total_upload_mb", "upload (MB)", 1),
                   ("total_download_mb", "download (MB)", 1))
 """The columns of the all-policies table: per-episode metric, heading, decimals."""
+BAR_STATES = {True: "met", False: "not met", None: "not measured"}
+"""How the page writes a bar's state (:func:`bars`)."""
 QUICK_GRID = "1:1"
 QUICK_EPISODES = 3
 QUICK_VDN = dict(learning_starts=2, batch_size=8)
@@ -108,6 +120,29 @@ def parse_runs(items: list[str]) -> dict[str, list[str]]:
             raise ValueError(f"--runs {name}={pattern!r} matches no file")
         runs[name] = paths
     return runs
+
+
+def parse_scratch(items: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """``SETTING:NAME=GLOB`` items -> ``setting -> (scratch variant name, sorted checkpoint paths)``: agents
+    trained from scratch in a transfer setting's federation (:func:`check_scratch`), the reference of the
+    fine-tuning bar's second half.
+
+    Raises:
+        ValueError: an item without ``SETTING:``, a setting that is not a transfer setting of
+            :data:`SETTINGS`, a setting given twice, or a ``NAME=GLOB`` that :func:`parse_runs` refuses.
+    """
+    transfer = [name for name, multiple in SETTINGS.items() if multiple > 1]
+    scratch: dict[str, tuple[str, list[str]]] = {}
+    for item in items:
+        setting, sep, run = item.partition(":")
+        if not sep or setting not in transfer:
+            raise ValueError(f"--scratch item {item!r} is not SETTING:NAME=GLOB with SETTING one of "
+                             f"{', '.join(transfer)}")
+        if setting in scratch:
+            raise ValueError(f"--scratch names setting {setting} twice (one scratch variant per setting)")
+        [(name, paths)] = parse_runs([run]).items()
+        scratch[setting] = (name, paths)
+    return scratch
 
 
 def shared_federation(learned: dict[str, list[GreedyPolicy]]) -> EnvConfig:
@@ -134,27 +169,95 @@ def setting_config(federation: EnvConfig, multiple: int) -> EnvConfig:
     return dataclasses.replace(federation, num_clients=federation.num_clients * multiple).validate()
 
 
+def check_scratch(federation: EnvConfig, setting: str, name: str, policies: list[GreedyPolicy]) -> None:
+    """Check that the runs of scratch variant ``name`` were trained in ``setting``'s federation
+    (:func:`setting_config` of the shared ``federation``), outside :data:`LEARNER_FIELDS` and the fields
+    that say only where data is or what computes the round.
+
+    Raises:
+        ValueError: a run trained elsewhere, naming the fields, its values and the setting's.
+    """
+    expected = setting_config(federation, SETTINGS[setting])
+    defaults = {field: getattr(EnvConfig(), field) for field in LEARNER_FIELDS}
+    for policy in policies:
+        differences = config_differences(expected, dataclasses.replace(policy.env_config, **defaults),
+                                         HARMLESS_FIELDS)
+        if differences["trained_on"]:
+            fields = ", ".join(f"{field}={value!r} (setting {setting}: {differences['trained_on'][field]!r})"
+                               for field, value in differences["evaluated_on"].items())
+            raise ValueError(f"--scratch {setting}:{name}: a run was trained in another federation than setting "
+                             f"{setting}'s: {fields}")
+
+
+def learner_config(config: EnvConfig, policy: GreedyPolicy) -> EnvConfig:
+    """``config`` with the :data:`LEARNER_FIELDS` of the environment ``policy`` was trained in."""
+    return dataclasses.replace(config, **{field: getattr(policy.env_config, field) for field in LEARNER_FIELDS})
+
+
 def schedules(grid: str, num_rounds: int) -> list[LateRoundsPolicy]:
     """The open-loop schedules of ``grid`` (``k:L`` pairs), named ``schedule k:L``."""
     return [LateRoundsPolicy(k, last, num_rounds, name=f"schedule {k}:{last}") for k, last in parse_grid(grid)]
 
 
-def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[int], probing: bool | None,
-                   checkpoints: list[str | None] | None = None) -> dict[str, list[dict]]:
-    """Per-episode metrics of ``policies`` on ``seeds``, read from ``path`` if an earlier run wrote them
-    for the same configuration and seeds, else evaluated and written there atomically."""
-    key = {"config": config.to_dict(), "seeds": seeds, "policies": [p.name for p in policies],
-           "checkpoints": checkpoints}
+def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    """The per-episode metrics ``path`` holds if an earlier run wrote them under the same ``key``, else
+    ``evaluate()``'s, written there atomically with the key (a different key is overwritten: its group
+    was evaluated for another configuration, seeds or checkpoints)."""
     if path.exists():
         document = json.loads(path.read_text())
         if document["key"] == json.loads(json.dumps(key)):
             return document["per_episode"]
-    records = evaluate_policies(config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)
-    per_episode = per_episode_metrics(records)
+    per_episode = evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"key": key, "per_episode": per_episode})
     print(f"wrote {path}", flush=True)
     return per_episode
+
+
+def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[int], probing: bool | None,
+                   checkpoints: list[str | None] | None = None) -> dict[str, list[dict]]:
+    """Per-episode metrics of ``policies`` on ``seeds``, read from ``path`` if an earlier run wrote them
+    for the same configuration and seeds, else evaluated and written there atomically (:func:`cached_group`)."""
+    key = {"config": config.to_dict(), "seeds": seeds, "policies": [p.name for p in policies],
+           "checkpoints": checkpoints}
+    return cached_group(path, key, lambda: per_episode_metrics(evaluate_policies(
+        config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)))
+
+
+def fine_tuned_name(variant: str, episodes: int) -> str:
+    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``."""
+    return f"{variant} +ft{episodes}"
+
+
+def fine_tune_seed(run_index: int) -> int:
+    """The training seed of the fine-tuning of run ``run_index`` of a variant (its checkpoints in sorted path
+    order, from 0): the index itself, so its episodes play env seeds ``10000 + 1000000 * run_index + episode``
+    (:func:`agents.rollout.training_seed`, as ``train_agents.py --seed``), never a held-out seed (1000 up,
+    below 10000) nor a validation seed (500 up)."""
+    return run_index
+
+
+def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
+                     seeds: list[int]) -> dict[str, list[dict]]:
+    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in
+    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's
+    fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3) and pooled under ``name``,
+    on ``seeds``; each episode records the checkpoint its run started from. Read from ``path`` when an
+    earlier run fine-tuned the same checkpoints for as many episodes with the same seeds in the same
+    configuration (no fine-tuning then), else fine-tuned, evaluated and written there (:func:`cached_group`)."""
+    tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
+    key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
+           "checkpoints": checkpoints, "fine_tune": {"episodes": episodes, "seeds": tune_seeds}}
+
+    def evaluate() -> dict[str, list[dict]]:
+        policies = [fine_tune(Path(checkpoint), config, episodes, seed) for checkpoint, seed in zip(checkpoints,
+                                                                                                   tune_seeds)]
+        for policy in policies:
+            policy.name = name
+        return per_episode_metrics(evaluate_policies(config, policies, seeds, progress=False, probing=None,
+                                                     checkpoints=checkpoints))
+
+    return cached_group(path, key, evaluate)
 
 
 def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
@@ -263,11 +366,66 @@ def bars(rows: dict[str, dict[str, dict]], variant: str) -> list[tuple[str, bool
         if row and "ratio" in row:
             out.append((f"at {setting} the clients: return at least {RATIO_TARGET}x the best fixed policy's, "
                         "interval above 1", bool(row["ratio"] >= RATIO_TARGET and row["ratio_low"] > 1.0)))
+        if row and "ft_minus_zero_shot" in row:
+            out += fine_tune_bars(setting, variant, row["ft_minus_zero_shot"], row.get("zero_shot_minus_scratch"))
+    return out
+
+
+def fine_tune_bars(setting: str, variant: str, tuned: dict, scratch: dict | None) -> list[tuple[str, bool | None]]:
+    """The fine-tuning bar of ``variant`` at ``setting`` (FedMarl, Zhang et al., AAAI 2022, arXiv 2201.02932,
+    Sec. 5, Table 3), from the differences of :func:`variant_differences`: ``tuned`` (the fine-tuned variant
+    minus ``variant``) and ``scratch`` (``variant`` minus the scratch variant of ``setting``; None without one).
+
+    Returns:
+        ``(description, met)``: fine-tuned minus zero-shot not worse (its interval's upper bound >= 0); and,
+        where the zero-shot variant trails the scratch one (an interval below 0), fine-tuned minus zero-shot
+        better (interval above 0); met where it does not trail (no gap to close); None (not measured)
+        without a scratch variant or an interval.
+    """
+    name = tuned["variant"]
+    out = [(f"at {setting} the clients: {name} minus {variant} not worse (interval's upper bound >= 0)",
+            bool(tuned["high"] >= 0))]
+    if scratch is None or scratch["label"] is None:
+        why = f"no --scratch {setting}:NAME=GLOB" if scratch is None else "no interval"
+        out.append((f"at {setting} the clients: {name} better than {variant} where {variant} trails an agent "
+                    f"trained there from scratch: not measured ({why})", None))
+    elif scratch["label"] == "worse":
+        out.append((f"at {setting} the clients: {variant} trails {scratch['reference']} (trained there from "
+                    f"scratch; {_interval(scratch['difference'], scratch['low'], scratch['high'])} worse), so "
+                    f"{name} minus {variant} better (interval above 0)", bool(tuned["low"] > 0)))
+    else:
+        out.append((f"at {setting} the clients: {variant} does not trail {scratch['reference']} (trained there "
+                    f"from scratch; {_interval(scratch['difference'], scratch['low'], scratch['high'])} "
+                    f"{scratch['label']}): no gap for {name} to close", True))
     return out
 
 
 def _interval(value: float, low: float, high: float, digits: int = 3) -> str:
     return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
+    """The lines of one setting's "fine-tuned minus zero-shot" table (the zero-shot rows of ``by_variant``
+    that carry ``ft_minus_zero_shot``, with ``zero_shot_minus_scratch`` where a scratch variant ran), under
+    a heading line; no lines when no variant of the setting was fine-tuned."""
+    tuned = {variant: r for variant, r in by_variant.items() if "ft_minus_zero_shot" in r}
+    if not tuned:
+        return []
+    episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
+    lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting]}x the training federation's "
+             f"clients; each run fine-tuned there for {episodes} episodes; team return, paired on the seeds, both "
+             "sides' runs resampled):", "",
+             "| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |", "|---|---|---|---|"]
+    for variant, r in tuned.items():
+        d, z = r["ft_minus_zero_shot"], r.get("zero_shot_minus_scratch")
+        scratch = (f"{_interval(z['difference'], z['low'], z['high'])} {z['label'] or ''} ({z['reference']})"
+                   if z else "not measured")
+        lines.append(f"| {d['variant']} | {variant} | {_interval(d['difference'], d['low'], d['high'])} "
+                     f"{d['label'] or ''} | {scratch} |")
+    if not any("zero_shot_minus_scratch" in r for r in tuned.values()):
+        lines += ["", f"No agent trained from scratch at `{setting}` (`--scratch {setting}:NAME=GLOB`): the bar's "
+                  "second half (fine-tuned better than zero-shot where zero-shot trails scratch) is not measured."]
+    return lines
 
 
 def policy_table(setting: str, rows: list[dict]) -> list[str]:
@@ -311,10 +469,13 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
                   "", "| variant | minus | team return difference |", "|---|---|---|"]
         lines += [f"| {d['variant']} | {d['reference']} | {_interval(d['difference'], d['low'], d['high'])} "
                   f"{d['label'] or ''} |" for d in differences]
+    for setting, by_variant in rows.items():
+        table = fine_tune_table(setting, by_variant)
+        lines += ["", *table] if table else []
     variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
     for variant in variants:
         lines += ["", f"Bars for `{variant}`:", ""]
-        lines += [f"- {'met' if met else 'not met'}: {text}" for text, met in bars(rows, variant)]
+        lines += [f"- {BAR_STATES[met]}: {text}" for text, met in bars(rows, variant)]
     if policies:
         lines += ["", "Every policy's metrics per setting: the learned variants, the fixed policies and the open-loop "
                   "schedules, each in the probing mode it played in; per episode (latency, upload and download "
@@ -341,7 +502,7 @@ def readme_table(rows: dict[str, dict[str, dict]]) -> str:
         cells.append(" / ".join(f"{rows[s][variant]['ratio']:.2f}x [{rows[s][variant]['ratio_low']:.2f}, "
                                 f"{rows[s][variant]['ratio_high']:.2f}]" for s in ("4x", "8x")
                                 if variant in rows.get(s, {})))
-        met = [ok for _, ok in bars(rows, variant)]
+        met = [ok for _, ok in bars(rows, variant) if ok is not None]
         cells.append(f"{sum(met)} of {len(met)}")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -369,6 +530,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--transfer-variants", nargs="*", default=None, metavar="NAME",
                         help="the variants evaluated at 4x and 8x the clients (default: every variant; the flag "
                              "alone: none)")
+    parser.add_argument("--fine-tune-episodes", type=int, default=0, metavar="N",
+                        help="also fine-tune each run of every transfer variant for N episodes in each transfer "
+                             "setting evaluated and tabulate them as 'VARIANT +ftN' (FedMarl's 10; default: "
+                             "%(default)s, none; --quick: 1)")
+    parser.add_argument("--scratch", nargs="+", default=[], metavar="SETTING:NAME=GLOB",
+                        help="a variant trained from scratch in a transfer setting's federation (e.g. 4x:scratch-4x="
+                             "'runs/4x/seed_*/checkpoint.pt'), evaluated in that setting only: the reference of the "
+                             "fine-tuning bar's second half")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="settings to evaluate and tabulate (default: all); results already in OUT are reused")
     parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
@@ -387,58 +556,140 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@dataclasses.dataclass
+class Study:
+    """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
+    scratch variants included), the transfer variants, their fine-tuned names (``tuned``: empty without
+    fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid and the
+    held-out seeds."""
+    runs: dict[str, list[str]]
+    learned: dict[str, list[GreedyPolicy]]
+    federation: EnvConfig
+    transferred: list[str]
+    fine_tune_episodes: int
+    tuned: dict[str, str]
+    scratch: dict[str, tuple[str, list[str]]]
+    fixed: list[str]
+    grid: str
+    seeds: list[int]
+
+
+def load_study(args: argparse.Namespace, out: Path) -> Study:
+    """The :class:`Study` of the parsed arguments (``--quick``: :func:`train_quick_runs` into ``out``).
+
+    Raises:
+        ValueError, FileNotFoundError: a bad ``--runs``, ``--compare``, ``--transfer-variants`` or ``--scratch``
+            (a scratch variant trained elsewhere than its setting: :func:`check_scratch`), or a variant name
+            used twice (a ``--runs`` or ``--scratch`` name that is a fine-tuned variant's).
+    """
+    runs = train_quick_runs(out) if args.quick else parse_runs(args.runs)
+    if not runs:
+        raise ValueError("give --runs NAME=GLOB (or --quick)")
+    transferred = list(runs) if args.transfer_variants is None else args.transfer_variants
+    unknown = sorted(set(transferred) - set(runs))
+    if unknown:
+        raise ValueError(f"--transfer-variants {', '.join(unknown)}: not variants of --runs ({', '.join(runs)})")
+    learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
+    federation = shared_federation(learned)
+    episodes = 1 if args.quick else args.fine_tune_episodes
+    tuned = {name: fine_tuned_name(name, episodes) for name in transferred} if episodes else {}
+    clashes = sorted(set(tuned.values()) & set(runs))
+    if clashes:
+        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN)")
+    scratch = parse_scratch(args.scratch)
+    for setting, (name, paths) in scratch.items():
+        if name in learned or name in tuned.values():
+            raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
+        learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
+        check_scratch(federation, setting, name, learned[name])
+    return Study(runs, learned, federation, transferred, episodes, tuned, scratch,
+                 list(QUICK_FIXED) if args.quick else list(compared_policies()),
+                 QUICK_GRID if args.quick else args.grid,
+                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))))
+
+
+def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],
+                                                                     list[dict]]:
+    """Evaluate (or read from ``OUT/<setting>``) every group of ``setting``: the fixed policies, the schedules,
+    the variants (every one in the trained setting, the transfer variants elsewhere), each transfer
+    variant's fine-tuned runs right after it and the setting's scratch variant last.
+
+    Returns:
+        ``(per_episode, rows, policies)``: the per-episode metrics by policy, the variants' rows
+        (:func:`variant_row`; a transfer variant's row with ``ft_minus_zero_shot``, its fine-tuned variant
+        minus it, and ``zero_shot_minus_scratch``, it minus the scratch variant, from
+        :func:`variant_differences`) and the all-policies rows (:func:`policy_rows`).
+    """
+    config = setting_config(study.federation, SETTINGS[setting])
+    seeds = study.seeds
+    per_episode = dict(evaluate_group(out / setting / "fixed.json", config,
+                                      [make_policy(name) for name in study.fixed], seeds, probing=None))
+    open_loop = schedules(study.grid, config.num_rounds)
+    per_episode.update(evaluate_group(out / setting / "schedules.json", config, open_loop, seeds, probing=False))
+    scheduled = [s.name for s in open_loop]
+    zero_shot = [name for name in study.runs if setting == "trained" or name in study.transferred]
+    tuned = {} if setting == "trained" else {name: study.tuned[name] for name in zero_shot if name in study.tuned}
+    scratch_name, scratch_paths = study.scratch.get(setting, (None, []))
+    variants = []
+    for name in zero_shot + ([scratch_name] if scratch_name else []):
+        for policy in study.learned[name]:
+            policy.name = name
+        learned_config = learner_config(config, study.learned[name][0])
+        checkpoints = scratch_paths if name == scratch_name else study.runs[name]
+        per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, study.learned[name],
+                                          seeds, probing=None, checkpoints=checkpoints))
+        variants.append(name)
+        if name in tuned:
+            per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
+                                                study.runs[name], study.fine_tune_episodes, seeds))
+            variants.append(tuned[name])
+    rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds) for name in variants}
+    for name, tuned_name in tuned.items():
+        [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
+        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes}
+        if scratch_name:
+            [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)
+    policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled}, seeds)
+    return per_episode, rows, policies
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command the page says generated it."""
+    options = [*([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
+               *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])]
+    return "python -m benchmarks.agent_study " + " ".join(
+        ["--quick", *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])] if args.quick else [
+            f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
+            *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
+              if args.transfer_variants is not None else []), *options,
+            *([f"--section {args.section}"] if args.section else []), f"--out {args.out}"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.episodes < 2:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
+    if args.fine_tune_episodes < 0:
+        parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
+    if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
+        parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
+                     f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")
     try:
-        runs = train_quick_runs(out) if args.quick else parse_runs(args.runs)
-        if not runs:
-            raise ValueError("give --runs NAME=GLOB (or --quick)")
-        pairs = parse_pairs(args.compare, list(runs))
-        transferred = list(runs) if args.transfer_variants is None else args.transfer_variants
-        unknown = sorted(set(transferred) - set(runs))
-        if unknown:
-            raise ValueError(f"--transfer-variants {', '.join(unknown)}: not variants of --runs ({', '.join(runs)})")
-        learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
-        federation = shared_federation(learned)
-        grid = QUICK_GRID if args.quick else args.grid
-        fixed = list(QUICK_FIXED) if args.quick else list(compared_policies())
+        study = load_study(args, out)
+        pairs = parse_pairs(args.compare, list(study.runs))
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
-    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or transferred)]
+    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or study.transferred)]
     rows: dict[str, dict[str, dict]] = {}
     policies: dict[str, list[dict]] = {}
     differences: list[dict] = []
     for setting in settings:
-        config = setting_config(federation, SETTINGS[setting])
-        per_episode = dict(evaluate_group(out / setting / "fixed.json", config,
-                                          [make_policy(name) for name in fixed], seeds, probing=None))
-        scheduled = schedules(grid, config.num_rounds)
-        per_episode.update(evaluate_group(out / setting / "schedules.json", config, scheduled, seeds, probing=False))
-        variants = [name for name in learned if setting == "trained" or name in transferred]
-        for name in variants:
-            for policy in learned[name]:
-                policy.name = name
-            learned_config = dataclasses.replace(
-                config, **{field: getattr(learned[name][0].env_config, field) for field in LEARNER_FIELDS})
-            per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, learned[name], seeds,
-                                              probing=None, checkpoints=runs[name]))
-            rows.setdefault(setting, {})[name] = variant_row(per_episode, name, fixed,
-                                                             [s.name for s in scheduled], seeds)
-        policies[setting] = policy_rows(per_episode, {"learned": variants, "fixed": fixed,
-                                                      "schedule": [s.name for s in scheduled]}, seeds)
+        per_episode, rows[setting], policies[setting] = evaluate_setting(study, setting, out)
         if setting == "trained":
-            differences = variant_differences(per_episode, pairs, seeds)
-    command = "python -m benchmarks.agent_study " + " ".join(
-        ["--quick"] if args.quick else [
-            f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
-            *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
-              if args.transfer_variants is not None else []),
-            *([f"--section {args.section}"] if args.section else []), f"--out {args.out}"])
+            differences = variant_differences(per_episode, pairs, study.seeds)
+    command = command_line(args)
     commit = git_commit()  # before anything is written, which would make the tree dirty
     block = markdown(rows, command, commit, differences, policies)
     print(block)
