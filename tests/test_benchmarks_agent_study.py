@@ -1,15 +1,20 @@
-"""benchmarks/agent_study.py: the bars read from hand-made rows, the all-policies table from hand-made episodes,
-the rows recomputed by hand from the episodes the --quick run wrote, and the errors for bad --runs."""
+"""benchmarks/agent_study.py: the bars read from hand-made rows (the fine-tuning bar too), the all-policies and
+fine-tuning tables from hand-made episodes and rows, the rows recomputed by hand from the episodes the --quick run
+wrote (its fine-tuned runs against fine-tuning by hand), and the errors for bad --runs and --scratch."""
 
+import dataclasses
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks import agent_study
-from benchmarks.common import QUICK_FIXED
+from agents.config import VDNConfig
+from benchmarks import agent_study, common
+from benchmarks.common import QUICK_FEDERATION, QUICK_FIXED
 from fedenv.config import EnvConfig
+from fedenv.evaluation import evaluate_policies, per_episode_metrics
 
 
 def row(minus_fixed, low, run_std, ratio=None, ratio_low=None, minus_schedule_low=0.01):
@@ -30,28 +35,85 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
     assert agent_study.bars(rows, "v")[0][1] is False
 
 
-def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path):
+def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def spy(checkpoint, config, episodes, seed):
+        calls.append((checkpoint, config, episodes, seed))
+        return common.fine_tune(checkpoint, config, episodes, seed)
+
+    monkeypatch.setattr(agent_study, "fine_tune", spy)
     assert agent_study.main(["--quick", "--out", str(tmp_path)]) == 0
+    checkpoints = [str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)]
+    four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
+    # --quick fine-tunes each run of the transfer variant for 1 episode at 4x, run i with seed i
+    assert calls == [(Path(checkpoints[0]), four_x, 1, 0), (Path(checkpoints[1]), four_x, 1, 1)]
     rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     for setting in ("trained", "4x"):
         episodes = {}
-        for group in ("fixed", "schedules", "main-job"):
+        groups = ("fixed", "schedules", "main-job", *(["main-job +ft1"] if setting == "4x" else []))
+        for group in groups:
             episodes.update(json.loads((tmp_path / setting / f"{group}.json").read_text())["per_episode"])
         mean = {name: np.mean([e["team_return"] for e in eps]) for name, eps in episodes.items()}
         fixed = [name for name in ("fedavg", "random", "fastest")]
         best = max(fixed, key=mean.get)
-        r = rows[setting]["main-job"]
-        assert r["best_fixed"] == best and r["best_schedule"] == "schedule 1:1"
-        assert r["minus_fixed"] == pytest.approx(mean["main-job"] - mean[best])
-        assert r["ratio"] == pytest.approx(mean["main-job"] / mean[best])
-        assert r["minus_schedule"] == pytest.approx(mean["main-job"] - mean["schedule 1:1"])
-        assert r["runs"] == 2 and r["seeds"] == 2
-        assert {e["checkpoint"] for e in episodes["main-job"]} == {
-            str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)}
+        learned = ["main-job", *(["main-job +ft1"] if setting == "4x" else [])]
+        assert list(rows[setting]) == learned
+        for name in learned:
+            r = rows[setting][name]
+            assert r["best_fixed"] == best and r["best_schedule"] == "schedule 1:1"
+            assert r["minus_fixed"] == pytest.approx(mean[name] - mean[best])
+            assert r["ratio"] == pytest.approx(mean[name] / mean[best])
+            assert r["minus_schedule"] == pytest.approx(mean[name] - mean["schedule 1:1"])
+            assert r["runs"] == 2 and r["seeds"] == 2
+            assert {e["checkpoint"] for e in episodes[name]} == set(checkpoints)
         assert all(e["probing"] is False for e in episodes["schedule 1:1"])
+    tuned = rows["4x"]["main-job"]["ft_minus_zero_shot"]
+    assert (tuned["variant"], tuned["reference"], tuned["episodes"]) == ("main-job +ft1", "main-job", 1)
+    assert tuned["difference"] == pytest.approx(mean["main-job +ft1"] - mean["main-job"])
+    assert "zero_shot_minus_scratch" not in rows["4x"]["main-job"]
+    # the fine-tuned runs' episodes are those of fine-tuning by hand (a second run: deterministic) and evaluating
+    by_hand = []
+    for seed, checkpoint in enumerate(checkpoints):
+        policy = common.fine_tune(Path(checkpoint), four_x, 1, seed)
+        policy.name = "main-job +ft1"
+        by_hand.append(policy)
+    expected = per_episode_metrics(evaluate_policies(four_x, by_hand, [1000, 1001], progress=False,
+                                                     checkpoints=checkpoints))["main-job +ft1"]
+    compared = ("seed", "checkpoint", "probing", "team_return", "final_accuracy", "total_latency_s", "total_upload_mb")
+    assert [{k: e[k] for k in compared} for e in episodes["main-job +ft1"]] == [
+        {k: e[k] for k in compared} for e in expected]
     cached = (tmp_path / "trained" / "fixed.json").read_text()
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained"]) == 0
     assert (tmp_path / "trained" / "fixed.json").read_text() == cached  # reused, not evaluated again
+    calls.clear()
+    capsys.readouterr()
+    assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "4x"]) == 0
+    assert calls == []  # the fine-tuned runs' episodes are reused: no fine-tuning again
+    printed = capsys.readouterr().out
+    assert "**Fine-tuned minus zero-shot, setting `4x`**" in printed
+    assert (f"| main-job +ft1 | main-job | {tuned['difference']:+.3f} [{tuned['low']:+.3f}, {tuned['high']:+.3f}] "
+            f"{tuned['label']} | not measured |") in printed
+    assert "No agent trained from scratch at `4x`" in printed
+    # a scratch variant of 4x: evaluated there only, the zero-shot variant's difference to it in its row
+    scratch_dir = tmp_path / "scratch_4x"
+    common.train_agent(four_x, agent_study.QUICK_EPISODES, 0, scratch_dir, VDNConfig(**agent_study.QUICK_VDN))
+    scratch = str(common.checkpoint_path(scratch_dir))
+    with pytest.raises(SystemExit):  # a run of the training federation is no scratch agent of 4x
+        agent_study.main(["--quick", "--out", str(tmp_path), "--scratch", f"4x:wrong={checkpoints[0]}"])
+    assert "num_clients=3 (setting 4x: 12)" in capsys.readouterr().err
+    assert agent_study.main(["--quick", "--out", str(tmp_path), "--scratch", f"4x:scratch={scratch}"]) == 0
+    assert calls == []
+    assert not (tmp_path / "trained" / "scratch.json").exists()
+    scratch_episodes = json.loads((tmp_path / "4x" / "scratch.json").read_text())["per_episode"]["scratch"]
+    assert {e["checkpoint"] for e in scratch_episodes} == {scratch} and len(scratch_episodes) == 2
+    by_variant = json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]
+    assert list(by_variant) == ["main-job", "main-job +ft1", "scratch"]
+    versus = by_variant["main-job"]["zero_shot_minus_scratch"]
+    assert (versus["variant"], versus["reference"]) == ("main-job", "scratch")
+    assert versus["difference"] == pytest.approx(mean["main-job"] - np.mean([e["team_return"]
+                                                                             for e in scratch_episodes]))
+    assert "No agent trained from scratch at `4x`" not in capsys.readouterr().out
     page, readme = tmp_path / "page.md", tmp_path / "README.md"
     page.write_text(f"{agent_study.START}\nold\n{agent_study.END}\n")
     readme.write_text("no markers\n")
@@ -184,3 +246,110 @@ def test_a_section_has_its_own_markers():
     assert agent_study.markers(None) == ("<!-- learned-agent:start -->", "<!-- learned-agent:end -->")
     assert agent_study.markers("task100") == ("<!-- learned-agent-task100:start -->",
                                               "<!-- learned-agent-task100:end -->")
+
+
+def difference(variant, reference, value, low, high, label):
+    return {"variant": variant, "reference": reference, "difference": value, "low": low, "high": high, "label": label}
+
+
+def test_the_fine_tuning_bar_is_not_worse_and_better_where_zero_shot_trails_scratch():
+    level = difference("v +ft10", "v", -0.01, -0.03, 0.0, "level")  # upper bound exactly 0: not worse
+    worse = difference("v +ft10", "v", -0.02, -0.04, -0.001, "worse")
+    better = difference("v +ft10", "v", 0.03, 0.01, 0.05, "better")
+    above_zero_barely = difference("v +ft10", "v", 0.02, 0.0, 0.04, "level")  # lower bound 0: not above 0
+    trails = difference("v", "s", -0.05, -0.08, -0.02, "worse")
+    keeps_up = difference("v", "s", 0.01, -0.02, 0.04, "level")
+
+    def states(tuned, scratch):
+        return [met for _, met in agent_study.fine_tune_bars("4x", "v", tuned, scratch)]
+
+    assert states(level, None) == [True, None]
+    assert states(worse, None) == [False, None]
+    assert states(better, trails) == [True, True]
+    assert states(above_zero_barely, trails) == [True, False]
+    assert states(level, trails) == [True, False]
+    assert states(worse, keeps_up) == [False, True]  # no gap to close: the second half holds
+    assert states(level, {**trails, "low": float("nan"), "high": float("nan"), "label": None}) == [True, None]
+    [(first, _), (second, _)] = agent_study.fine_tune_bars("8x", "v", better, None)
+    assert first == "at 8x the clients: v +ft10 minus v not worse (interval's upper bound >= 0)"
+    assert second.endswith("not measured (no --scratch 8x:NAME=GLOB)")
+    [_, (second, _)] = agent_study.fine_tune_bars("4x", "v", better, trails)
+    assert "v trails s (trained there from scratch; -0.050 [-0.080, -0.020] worse)" in second
+
+
+def test_the_fine_tuning_bars_follow_each_settings_ratio_and_unmeasured_bars_are_not_counted():
+    trained = {"best_fixed": "oort", "minus_fixed": 0.06, "minus_fixed_low": 0.02, "minus_fixed_high": 0.1,
+               "minus_fixed_label": "better", "run_std": 0.03, "best_schedule": "schedule 1:3", "minus_schedule": 0.02,
+               "minus_schedule_low": 0.01, "minus_schedule_high": 0.03, "minus_schedule_label": "better"}
+    rows = {"trained": {"v": trained},
+            "4x": {"v": {"ratio": 1.25, "ratio_low": 1.01, "ratio_high": 1.5,
+                         "ft_minus_zero_shot": {**difference("v +ft10", "v", 0.0, -0.01, 0.01, "level"),
+                                                "episodes": 10}},
+                   "v +ft10": {"ratio": 1.1, "ratio_low": 0.9, "ratio_high": 1.3}},
+            "8x": {"v": {"ratio": 1.3, "ratio_low": 0.99, "ratio_high": 1.6,
+                         "ft_minus_zero_shot": {**difference("v +ft10", "v", -0.05, -0.09, -0.01, "worse"),
+                                                "episodes": 10},
+                         "zero_shot_minus_scratch": difference("v", "s", -0.1, -0.2, -0.05, "worse")}}}
+    assert [met for _, met in agent_study.bars(rows, "v")] == [True, True, True,  # margins and spread
+                                                                True, True, None,  # 4x: ratio, ft not worse, no scratch
+                                                                False, False, False]  # 8x: ratio, ft worse, gap open
+    assert [met for _, met in agent_study.bars(rows, "v +ft10")] == [False]  # its own ratio at 4x
+    table = agent_study.readme_table(rows).splitlines()
+    assert table[2].endswith("| 5 of 8 |")  # 9 bars, one not measured
+    assert agent_study.BAR_STATES[None] == "not measured"
+
+
+def test_the_fine_tuning_table_gives_each_difference_and_says_when_scratch_is_not_measured():
+    by_variant = {"a": {"ft_minus_zero_shot": {**difference("a +ft10", "a", 0.012, -0.004, 0.03, "level"),
+                                               "episodes": 10}},
+                  "a +ft10": {}, "b": {}}
+    lines = agent_study.fine_tune_table("8x", by_variant)
+    assert lines[0].startswith("**Fine-tuned minus zero-shot, setting `8x`** (8x the training federation's clients; "
+                               "each run fine-tuned there for 10 episodes;")
+    assert lines[2:] == ["| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |",
+                         "|---|---|---|---|", "| a +ft10 | a | +0.012 [-0.004, +0.030] level | not measured |", "",
+                         "No agent trained from scratch at `8x` (`--scratch 8x:NAME=GLOB`): the bar's second half "
+                         "(fine-tuned better than zero-shot where zero-shot trails scratch) is not measured."]
+    by_variant["a"]["zero_shot_minus_scratch"] = difference("a", "s", -0.1, -0.2, -0.05, "worse")
+    lines = agent_study.fine_tune_table("8x", by_variant)
+    assert lines[4:] == ["| a +ft10 | a | +0.012 [-0.004, +0.030] level | -0.100 [-0.200, -0.050] worse (s) |"]
+    assert agent_study.fine_tune_table("8x", {"b": {}}) == []
+
+
+def test_the_fine_tuning_runs_play_no_held_out_or_validation_seed_and_no_two_runs_share_one():
+    from agents.rollout import training_seed
+    played = [{training_seed(agent_study.fine_tune_seed(index), episode) for episode in range(1000)}
+              for index in range(5)]
+    for index, seeds in enumerate(played):
+        assert not seeds & set(range(0, 10_000))  # held-out seeds from 1000, validation seeds from 500
+        assert all(not seeds & other for other in played[index + 1:])
+    assert agent_study.fine_tuned_name("no-probing", 10) == "no-probing +ft10"
+
+
+@pytest.mark.parametrize("item,message", [
+    ("a=b", "is not SETTING:NAME=GLOB with SETTING one of 4x, 8x"),
+    ("trained:a={file}", "is not SETTING:NAME=GLOB"),
+    ("4x:a=/nonexistent/*.pt", "matches no file"),
+])
+def test_bad_scratch_items_are_refused_naming_the_item(tmp_path, item, message):
+    (tmp_path / "c.pt").write_text("")
+    with pytest.raises(ValueError, match=message):
+        agent_study.parse_scratch([item.format(file=tmp_path / "c.pt")])
+
+
+def test_a_scratch_variant_is_one_per_setting_and_trained_in_that_settings_federation(tmp_path):
+    (tmp_path / "c.pt").write_text("")
+    assert agent_study.parse_scratch([f"8x:s={tmp_path}/*.pt"]) == {"8x": ("s", [str(tmp_path / "c.pt")])}
+    with pytest.raises(ValueError, match="names setting 4x twice"):
+        agent_study.parse_scratch([f"4x:s={tmp_path}/*.pt", f"4x:t={tmp_path}/*.pt"])
+
+    class Run:
+        def __init__(self, **fields):
+            self.env_config = EnvConfig(**fields)
+
+    federation = EnvConfig()  # 10 clients, 10 candidates per round
+    agent_study.check_scratch(federation, "4x", "s", [Run(num_clients=40, probing=False, device="cpu")])
+    with pytest.raises(ValueError, match=r"--scratch 8x:s: .* num_clients=40 \(setting 8x: 80\)"):
+        agent_study.check_scratch(federation, "8x", "s", [Run(num_clients=80), Run(num_clients=40)])
+    with pytest.raises(ValueError, match=r"num_rounds=10 \(setting 4x: 20\)"):
+        agent_study.check_scratch(federation, "4x", "s", [Run(num_clients=40, num_rounds=10)])
