@@ -13,7 +13,13 @@ The learned-agent bars (docs/results/learned-agent.md), measured for each learne
 3. **transfer**: at 4x and 8x the clients of training (the same candidates per round, drawn from the
    larger pool; no retraining), the variant's return over the best fixed policy's at least 1.2, the
    ratio's interval above 1 (FedMarl, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Fig. 7:
-   1.36x at 4K and 1.32x at 8K).
+   1.36x at 4K and 1.32x at 8K);
+4. **fine-tuning** (with ``--fine-tune-episodes N``; FedMarl, Sec. 5, Table 3: 10 episodes): at 4x and 8x,
+   ``VARIANT +ftN`` minus the zero-shot variant not worse (the interval's upper bound >= 0), and better
+   (the interval above 0) where the zero-shot variant trails a variant trained there from scratch
+   (``--scratch``; zero-shot minus scratch "worse"); without a scratch variant that half is not measured,
+   and where zero-shot does not trail, it holds (no gap to close). Both differences are paired on the
+   seeds with both sides' runs resampled (:func:`variant_differences`).
 
 "Best" is best in hindsight by mean return on the same seeds, which favours the baselines. The fixed
 policies and schedules run once per setting, on the environment of the first variant with the fields a
@@ -21,6 +27,18 @@ learner variant sets (probing, observation levers) left to each policy; variants
 field are refused. Results are kept per setting and group in ``OUT/<setting>/<group>.json``; a rerun
 evaluates only what is missing, so two processes can share the work (``--settings``), and ``--write``
 puts the tables between the markers of the page.
+
+With ``--fine-tune-episodes N``, each run of every transfer variant is fine-tuned in each transfer setting
+evaluated, starting from its checkpoint (:func:`benchmarks.common.fine_tune`: FedMarl's fine-tuning of the
+Q-network, exploration at the run's final epsilon), for ``N`` episodes with seed :func:`fine_tune_seed`
+(run ``i`` of the variant's sorted checkpoints: seed ``i``, env seeds ``10000 + 1000000 i + episode``, never
+a held-out seed), then evaluated on the same held-out seeds as every other policy; the fine-tuned runs form
+the variant ``VARIANT +ftN`` of that setting (:func:`fine_tuned_name`), with the same columns, its own bars
+and its rows in the all-policies table, and the page adds per setting a "fine-tuned minus zero-shot" table.
+Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of the setting's configuration,
+the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. A scratch
+variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
+checked field by field outside the learner fields, :func:`check_scratch`) is evaluated in its setting only.
 
 Under the bars, the page gives per setting an *all-policies* table (:func:`policy_rows`), read from the
 same per-episode results: one row per learner variant, fixed policy and schedule (in that order), with
@@ -32,7 +50,11 @@ under ``policies``, beside the variants' rows and differences.
     python train_agents.py --no-probing --seed S --run-dir runs/no-probing/seed_S     # S = 0..4, per variant
     python -m benchmarks.agent_study --runs main-job='runs/headline/seed_*/checkpoint.pt' \\
         no-probing='runs/no-probing/seed_*/checkpoint.pt' --out results/agent_study --write
+    python -m benchmarks.agent_study --runs main-job='runs/main-job/seed_*/checkpoint.pt' --fine-tune-episodes 10 \\
+        --scratch 4x:scratch-4x='runs/scratch-4x/seed_*/checkpoint.pt' --out results/agent_study --write
     python -m benchmarks.agent_study --quick --out results/agent_study_quick        # CI size (seconds)
+
+``--quick`` fine-tunes for 1 episode.
 """
 
 from __future__ import annotations
@@ -552,7 +574,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "of learned-agent:start/end")
     parser.add_argument("--quick", action="store_true",
                         help="CI size: trains two 3-episode runs of 3 clients, 2 seeds, fixed policies "
-                             f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}")
+                             f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}, settings trained and 4x, the runs "
+                             "fine-tuned for 1 episode at 4x")
     return parser
 
 
