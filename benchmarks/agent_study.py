@@ -124,8 +124,8 @@ QUICK_EPISODES = 3
 QUICK_VDN = dict(learning_starts=2, batch_size=8)
 
 
-def parse_runs(items: list[str]) -> dict[str, list[str]]:
-    """``NAME=GLOB`` items -> ``variant name -> sorted checkpoint paths``.
+def parse_runs(items: list[str], flag: str = "--runs") -> dict[str, list[str]]:
+    """``NAME=GLOB`` items (of option ``flag``, for the messages) -> ``variant name -> sorted checkpoint paths``.
 
     Raises:
         ValueError: an item without ``=``, a name given twice, or a pattern that matches no file.
@@ -134,12 +134,12 @@ def parse_runs(items: list[str]) -> dict[str, list[str]]:
     for item in items:
         name, sep, pattern = item.partition("=")
         if not sep or not name or not pattern:
-            raise ValueError(f"--runs item {item!r} is not NAME=GLOB (e.g. no-probing='runs/np/seed_*/checkpoint.pt')")
+            raise ValueError(f"{flag} item {item!r} is not NAME=GLOB (e.g. no-probing='runs/np/seed_*/checkpoint.pt')")
         if name in runs:
-            raise ValueError(f"--runs names variant {name!r} twice")
+            raise ValueError(f"{flag} names variant {name!r} twice")
         paths = sorted(glob.glob(pattern))
         if not paths:
-            raise ValueError(f"--runs {name}={pattern!r} matches no file")
+            raise ValueError(f"{flag} {name}={pattern!r} matches no file")
         runs[name] = paths
     return runs
 
@@ -162,7 +162,7 @@ def parse_scratch(items: list[str]) -> dict[str, tuple[str, list[str]]]:
                              f"{', '.join(transfer)}")
         if setting in scratch:
             raise ValueError(f"--scratch names setting {setting} twice (one scratch variant per setting)")
-        [(name, paths)] = parse_runs([run]).items()
+        [(name, paths)] = parse_runs([run], flag=f"--scratch {setting}:").items()
         scratch[setting] = (name, paths)
     return scratch
 
@@ -435,8 +435,8 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
         return []
     episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
     lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting]}x the training federation's "
-             f"clients; each run fine-tuned there for {episodes} episodes; team return, paired on the seeds, both "
-             "sides' runs resampled):", "",
+             f"clients; each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}; team "
+             "return, paired on the seeds, both sides' runs resampled):", "",
              "| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |", "|---|---|---|---|"]
     for variant, r in tuned.items():
         d, z = r["ft_minus_zero_shot"], r.get("zero_shot_minus_scratch")
