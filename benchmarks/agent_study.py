@@ -223,16 +223,18 @@ def schedules(grid: str, num_rounds: int) -> list[LateRoundsPolicy]:
 
 def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
     """The per-episode metrics ``path`` holds if an earlier run wrote them under the same ``key``, else
-    ``evaluate()``'s, written there atomically with the key (a different key is overwritten: its group
-    was evaluated for another configuration, seeds or checkpoints)."""
+    ``evaluate()``'s, written there atomically with the key (a file under a different key, evaluated for
+    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed)."""
+    replaced = False
     if path.exists():
         document = json.loads(path.read_text())
         if document["key"] == json.loads(json.dumps(key)):
             return document["per_episode"]
+        replaced = True
     per_episode = evaluate()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"key": key, "per_episode": per_episode})
-    print(f"wrote {path}", flush=True)
+    print(f"wrote {path}" + (" (replacing a result evaluated under another key)" if replaced else ""), flush=True)
     return per_episode
 
 

@@ -353,3 +353,33 @@ def test_a_scratch_variant_is_one_per_setting_and_trained_in_that_settings_feder
         agent_study.check_scratch(federation, "8x", "s", [Run(num_clients=80), Run(num_clients=40)])
     with pytest.raises(ValueError, match=r"num_rounds=10 \(setting 4x: 20\)"):
         agent_study.check_scratch(federation, "4x", "s", [Run(num_clients=40, num_rounds=10)])
+
+
+def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_seeds(tmp_path, monkeypatch):
+    from fedenv.baselines import make_policy
+
+    calls = []
+
+    def fake_fine_tune(checkpoint, config, episodes, seed):  # a fixed policy stands in for the fine-tuned run
+        calls.append((str(checkpoint), episodes, seed))
+        return make_policy("fastest")
+
+    monkeypatch.setattr(agent_study, "fine_tune", fake_fine_tune)
+    config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "4x" / "v +ft1.json"
+
+    def group(checkpoints, episodes, seeds=(1000, 1001)):
+        calls.clear()
+        per_episode = agent_study.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds))
+        return calls[:], per_episode
+
+    made, per_episode = group(["a.pt", "b.pt"], 1)
+    assert made == [("a.pt", 1, 0), ("b.pt", 1, 1)]
+    assert [(e["checkpoint"], e["seed"]) for e in per_episode["v +ft1"]] == [
+        ("a.pt", 1000), ("a.pt", 1001), ("b.pt", 1000), ("b.pt", 1001)]
+    made, again = group(["a.pt", "b.pt"], 1)  # the same key: read back, nothing fine-tuned
+    assert made == [] and [e["team_return"] for e in again["v +ft1"]] == [e["team_return"]
+                                                                          for e in per_episode["v +ft1"]]
+    assert group(["a.pt", "b.pt"], 2)[0] == [("a.pt", 2, 0), ("b.pt", 2, 1)]  # other episodes
+    assert group(["a.pt", "c.pt"], 2)[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other checkpoints
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other seeds
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == []
