@@ -1,6 +1,7 @@
-"""benchmarks/agent_study.py: the bars read from hand-made rows (the fine-tuning bar too), the all-policies and
-fine-tuning tables from hand-made episodes and rows, the rows recomputed by hand from the episodes the --quick run
-wrote (its fine-tuned runs against fine-tuning by hand), and the errors for bad --runs and --scratch."""
+"""benchmarks/agent_study.py and its modules (agent_study_rows, agent_study_page, agent_study_groups): the bars
+read from hand-made rows (the fine-tuning bar too), the all-policies and fine-tuning tables from hand-made
+episodes and rows, the rows recomputed by hand from the episodes the --quick run wrote (its fine-tuned runs
+against fine-tuning by hand), and the errors for bad --runs and --scratch."""
 
 import dataclasses
 import json
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from agents.config import VDNConfig
-from benchmarks import agent_study, common
+from benchmarks import agent_study, agent_study_groups, agent_study_page, agent_study_rows, common
 from benchmarks.common import QUICK_FEDERATION, QUICK_FIXED
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
@@ -28,11 +29,11 @@ def row(minus_fixed, low, run_std, ratio=None, ratio_low=None, minus_schedule_lo
 def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
     rows = {"trained": {"v": row(0.06, 0.02, 0.03)}, "4x": {"v": row(0.1, 0.0, 0.0, ratio=1.25, ratio_low=1.01)},
             "8x": {"v": row(0.1, 0.0, 0.0, ratio=1.3, ratio_low=0.99)}}
-    assert [met for _, met in agent_study.bars(rows, "v")] == [True, True, True, True, False]
+    assert [met for _, met in agent_study_rows.bars(rows, "v")] == [True, True, True, True, False]
     rows["trained"]["v"] = row(0.06, 0.02, 0.031, minus_schedule_low=-0.001)  # spread above half the margin
-    assert [met for _, met in agent_study.bars(rows, "v")][:3] == [True, False, False]
+    assert [met for _, met in agent_study_rows.bars(rows, "v")][:3] == [True, False, False]
     rows["trained"]["v"] = row(0.06, -0.001, 0.0)
-    assert agent_study.bars(rows, "v")[0][1] is False
+    assert agent_study_rows.bars(rows, "v")[0][1] is False
 
 
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
@@ -42,7 +43,7 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
         calls.append((checkpoint, config, episodes, seed))
         return common.fine_tune(checkpoint, config, episodes, seed)
 
-    monkeypatch.setattr(agent_study, "fine_tune", spy)
+    monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
     assert agent_study.main(["--quick", "--out", str(tmp_path)]) == 0
     checkpoints = [str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)]
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
@@ -115,14 +116,14 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
                                                                              for e in scratch_episodes]))
     assert "No agent trained from scratch at `4x`" not in capsys.readouterr().out
     page, readme = tmp_path / "page.md", tmp_path / "README.md"
-    page.write_text(f"{agent_study.START}\nold\n{agent_study.END}\n")
+    page.write_text(f"{agent_study_page.START}\nold\n{agent_study_page.END}\n")
     readme.write_text("no markers\n")
     write = ["--quick", "--out", str(tmp_path), "--settings", "trained", "--write", "--page", str(page),
              "--readme", str(readme)]
     with pytest.raises(SystemExit):
         agent_study.main(write)
-    assert page.read_text() == f"{agent_study.START}\nold\n{agent_study.END}\n"  # neither file written
-    readme.write_text(f"intro\n{agent_study.START}\n{agent_study.END}\n")
+    assert page.read_text() == f"{agent_study_page.START}\nold\n{agent_study_page.END}\n"  # neither file written
+    readme.write_text(f"intro\n{agent_study_page.START}\n{agent_study_page.END}\n")
     assert agent_study.main(write) == 0
     assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
     # the all-policies table, from the same episodes: every policy's plain mean per metric; with 2 seeds
@@ -170,11 +171,11 @@ def test_variants_trained_in_different_federations_are_refused_but_learner_lever
         def __init__(self, **fields):
             self.env_config = EnvConfig(**fields)
 
-    federation = agent_study.shared_federation({"a": [Run(probing=True)], "b": [Run(probing=False,
+    federation = agent_study_groups.shared_federation({"a": [Run(probing=True)], "b": [Run(probing=False,
                                                                                      observation_context=True)]})
     assert federation == EnvConfig()
     with pytest.raises(ValueError, match="fields num_clients"):
-        agent_study.shared_federation({"a": [Run()], "b": [Run(num_clients=20, clients_per_round=10)]})
+        agent_study_groups.shared_federation({"a": [Run()], "b": [Run(num_clients=20, clients_per_round=10)]})
 
 
 def test_a_variant_against_another_resamples_both_sides_runs():
@@ -183,7 +184,7 @@ def test_a_variant_against_another_resamples_both_sides_runs():
                 for r, values in enumerate(returns_by_run) for seed, value in zip((1, 2, 3), values)]
 
     per_episode = {"short": runs([[2.0, 4.0, 6.0]]), "long": runs([[1.0, 3.0, 5.0], [3.0, 5.0, 7.0]])}
-    [d] = agent_study.variant_differences(per_episode, [("short", "long")], [1, 2, 3])
+    [d] = agent_study_rows.variant_differences(per_episode, [("short", "long")], [1, 2, 3])
     assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.0, -1.0, 1.0, "level"))
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
@@ -203,7 +204,7 @@ def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of
         "vdn": runs([[(0.1, 0.7, 10.0, 1.0), (0.1, 0.7, 10.0, 1.0)], [(0.3, 0.7, 30.0, 1.0), (0.3, 0.7, 30.0, 1.0)]],
                     probing=True),
     }
-    rows = agent_study.policy_rows(per_episode, {"learned": ["vdn"], "fixed": ["fedavg"],
+    rows = agent_study_rows.policy_rows(per_episode, {"learned": ["vdn"], "fixed": ["fedavg"],
                                                  "schedule": ["schedule 1:1"]}, [1, 2])
     assert [(r["policy"], r["kind"], r["probing"], r["runs"], r["seeds"]) for r in rows] == [
         ("vdn", "learned", "probing", 2, 2), ("fedavg", "fixed", "no probing", 1, 2),
@@ -224,7 +225,7 @@ def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of
     assert interval(fedavg, "final_accuracy") == pytest.approx((0.85, 0.8, 0.9))
     assert interval(fedavg, "total_upload_mb") == pytest.approx((4.0, 4.0, 4.0))
     assert interval(schedule, "team_return") == pytest.approx((0.5, 0.5, 0.5))
-    lines = agent_study.policy_table("4x", rows)
+    lines = agent_study_page.policy_table("4x", rows)
     assert lines[0] == "**All policies, setting `4x`** (4x the training federation's clients):"
     assert lines[2] == ("| policy | kind | probing | runs x seeds | team return | final accuracy | latency (s) | "
                         "upload (MB) | download (MB) |")
@@ -232,19 +233,19 @@ def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of
                         "20.0 [10.0, 30.0] | 1.0 [1.0, 1.0] | 2.0 [2.0, 2.0] |")
     assert len(lines) == 4 + 3
     with pytest.raises(ValueError, match="policy 'oort' did not run"):
-        agent_study.policy_rows(per_episode, {"fixed": ["oort"]}, [1, 2])
+        agent_study_rows.policy_rows(per_episode, {"fixed": ["oort"]}, [1, 2])
 
 
 def test_the_probing_mode_of_a_policy_is_read_from_its_episodes():
-    assert agent_study.probing_mode([{"probing": True}, {"probing": True}]) == "probing"
-    assert agent_study.probing_mode([{"probing": False}]) == "no probing"
-    assert agent_study.probing_mode([{"probing": True}, {"probing": False}]) == "mixed"
-    assert agent_study.probing_mode([{"probing": True}, {}]) == "not recorded"
+    assert agent_study_rows.probing_mode([{"probing": True}, {"probing": True}]) == "probing"
+    assert agent_study_rows.probing_mode([{"probing": False}]) == "no probing"
+    assert agent_study_rows.probing_mode([{"probing": True}, {"probing": False}]) == "mixed"
+    assert agent_study_rows.probing_mode([{"probing": True}, {}]) == "not recorded"
 
 
 def test_a_section_has_its_own_markers():
-    assert agent_study.markers(None) == ("<!-- learned-agent:start -->", "<!-- learned-agent:end -->")
-    assert agent_study.markers("task100") == ("<!-- learned-agent-task100:start -->",
+    assert agent_study_page.markers(None) == ("<!-- learned-agent:start -->", "<!-- learned-agent:end -->")
+    assert agent_study_page.markers("task100") == ("<!-- learned-agent-task100:start -->",
                                               "<!-- learned-agent-task100:end -->")
 
 
@@ -261,7 +262,7 @@ def test_the_fine_tuning_bar_is_not_worse_and_better_where_zero_shot_trails_scra
     keeps_up = difference("v", "s", 0.01, -0.02, 0.04, "level")
 
     def states(tuned, scratch):
-        return [met for _, met in agent_study.fine_tune_bars("4x", "v", tuned, scratch)]
+        return [met for _, met in agent_study_rows.fine_tune_bars("4x", "v", tuned, scratch)]
 
     assert states(level, None) == [True, None]
     assert states(worse, None) == [False, None]
@@ -270,10 +271,10 @@ def test_the_fine_tuning_bar_is_not_worse_and_better_where_zero_shot_trails_scra
     assert states(level, trails) == [True, False]
     assert states(worse, keeps_up) == [False, True]  # no gap to close: the second half holds
     assert states(level, {**trails, "low": float("nan"), "high": float("nan"), "label": None}) == [True, None]
-    [(first, _), (second, _)] = agent_study.fine_tune_bars("8x", "v", better, None)
+    [(first, _), (second, _)] = agent_study_rows.fine_tune_bars("8x", "v", better, None)
     assert first == "at 8x the clients: v +ft10 minus v not worse (interval's upper bound >= 0)"
     assert second.endswith("not measured (no --scratch 8x:NAME=GLOB)")
-    [_, (second, _)] = agent_study.fine_tune_bars("4x", "v", better, trails)
+    [_, (second, _)] = agent_study_rows.fine_tune_bars("4x", "v", better, trails)
     assert "v trails s (trained there from scratch; -0.050 [-0.080, -0.020] worse)" in second
 
 
@@ -290,20 +291,20 @@ def test_the_fine_tuning_bars_follow_each_settings_ratio_and_unmeasured_bars_are
                          "ft_minus_zero_shot": {**difference("v +ft10", "v", -0.05, -0.09, -0.01, "worse"),
                                                 "episodes": 10},
                          "zero_shot_minus_scratch": difference("v", "s", -0.1, -0.2, -0.05, "worse")}}}
-    assert [met for _, met in agent_study.bars(rows, "v")] == [True, True, True,  # margins and spread
+    assert [met for _, met in agent_study_rows.bars(rows, "v")] == [True, True, True,  # margins and spread
                                                                 True, True, None,  # 4x: ratio, ft not worse, no scratch
                                                                 False, False, False]  # 8x: ratio, ft worse, gap open
-    assert [met for _, met in agent_study.bars(rows, "v +ft10")] == [False]  # its own ratio at 4x
-    table = agent_study.readme_table(rows).splitlines()
+    assert [met for _, met in agent_study_rows.bars(rows, "v +ft10")] == [False]  # its own ratio at 4x
+    table = agent_study_page.readme_table(rows).splitlines()
     assert table[2].endswith("| 5 of 8 |")  # 9 bars, one not measured
-    assert agent_study.BAR_STATES[None] == "not measured"
+    assert agent_study_page.BAR_STATES[None] == "not measured"
 
 
 def test_the_fine_tuning_table_gives_each_difference_and_says_when_scratch_is_not_measured():
     by_variant = {"a": {"ft_minus_zero_shot": {**difference("a +ft10", "a", 0.012, -0.004, 0.03, "level"),
                                                "episodes": 10}},
                   "a +ft10": {}, "b": {}}
-    lines = agent_study.fine_tune_table("8x", by_variant)
+    lines = agent_study_page.fine_tune_table("8x", by_variant)
     assert lines[0].startswith("**Fine-tuned minus zero-shot, setting `8x`** (8x the training federation's clients; "
                                "each run fine-tuned there for 10 episodes;")
     assert lines[2:] == ["| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |",
@@ -311,19 +312,19 @@ def test_the_fine_tuning_table_gives_each_difference_and_says_when_scratch_is_no
                          "No agent trained from scratch at `8x` (`--scratch 8x:NAME=GLOB`): the bar's second half "
                          "(fine-tuned better than zero-shot where zero-shot trails scratch) is not measured."]
     by_variant["a"]["zero_shot_minus_scratch"] = difference("a", "s", -0.1, -0.2, -0.05, "worse")
-    lines = agent_study.fine_tune_table("8x", by_variant)
+    lines = agent_study_page.fine_tune_table("8x", by_variant)
     assert lines[4:] == ["| a +ft10 | a | +0.012 [-0.004, +0.030] level | -0.100 [-0.200, -0.050] worse (s) |"]
-    assert agent_study.fine_tune_table("8x", {"b": {}}) == []
+    assert agent_study_page.fine_tune_table("8x", {"b": {}}) == []
 
 
 def test_the_fine_tuning_runs_play_no_held_out_or_validation_seed_and_no_two_runs_share_one():
     from agents.rollout import training_seed
-    played = [{training_seed(agent_study.fine_tune_seed(index), episode) for episode in range(1000)}
+    played = [{training_seed(agent_study_groups.fine_tune_seed(index), episode) for episode in range(1000)}
               for index in range(5)]
     for index, seeds in enumerate(played):
         assert not seeds & set(range(0, 10_000))  # held-out seeds from 1000, validation seeds from 500
         assert all(not seeds & other for other in played[index + 1:])
-    assert agent_study.fine_tuned_name("no-probing", 10) == "no-probing +ft10"
+    assert agent_study_groups.fine_tuned_name("no-probing", 10) == "no-probing +ft10"
 
 
 @pytest.mark.parametrize("item,message", [
@@ -348,11 +349,11 @@ def test_a_scratch_variant_is_one_per_setting_and_trained_in_that_settings_feder
             self.env_config = EnvConfig(**fields)
 
     federation = EnvConfig()  # 10 clients, 10 candidates per round
-    agent_study.check_scratch(federation, "4x", "s", [Run(num_clients=40, probing=False, device="cpu")])
+    agent_study_groups.check_scratch(federation, "4x", "s", [Run(num_clients=40, probing=False, device="cpu")])
     with pytest.raises(ValueError, match=r"--scratch 8x:s: .* num_clients=40 \(setting 8x: 80\)"):
-        agent_study.check_scratch(federation, "8x", "s", [Run(num_clients=80), Run(num_clients=40)])
+        agent_study_groups.check_scratch(federation, "8x", "s", [Run(num_clients=80), Run(num_clients=40)])
     with pytest.raises(ValueError, match=r"num_rounds=10 \(setting 4x: 20\)"):
-        agent_study.check_scratch(federation, "4x", "s", [Run(num_clients=40, num_rounds=10)])
+        agent_study_groups.check_scratch(federation, "4x", "s", [Run(num_clients=40, num_rounds=10)])
 
 
 def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_seeds(tmp_path, monkeypatch):
@@ -364,12 +365,12 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
         calls.append((str(checkpoint), episodes, seed))
         return make_policy("fastest")
 
-    monkeypatch.setattr(agent_study, "fine_tune", fake_fine_tune)
+    monkeypatch.setattr(agent_study_groups, "fine_tune", fake_fine_tune)
     config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "4x" / "v +ft1.json"
 
     def group(checkpoints, episodes, seeds=(1000, 1001)):
         calls.clear()
-        per_episode = agent_study.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds))
+        per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds))
         return calls[:], per_episode
 
     made, per_episode = group(["a.pt", "b.pt"], 1)

@@ -1,0 +1,209 @@
+"""The learned-agent study's groups (:mod:`benchmarks.agent_study`): the federation of each setting
+(:func:`shared_federation`, :func:`setting_config`, :func:`check_scratch`), the evaluation of each group of
+policies of a setting on the held-out seeds (the fixed policies, the schedules, each variant, each variant's
+fine-tuned runs: :func:`evaluate_setting`), and their cache, ``OUT/<setting>/<group>.json``
+(:func:`cached_group`): a group is evaluated (or fine-tuned) only when no earlier run wrote it under the same
+key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from agents.policy import GreedyPolicy
+from benchmarks.agent_study_rows import SETTINGS, policy_rows, variant_differences, variant_row
+from benchmarks.common import fine_tune
+from benchmarks.schedules import parse_grid
+from fedenv.baselines import LateRoundsPolicy, make_policy
+from fedenv.config import EnvConfig
+from fedenv.evaluation import evaluate_policies, per_episode_metrics
+from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
+from fedenv.fileio import atomic_write_json
+
+LEARNER_FIELDS = ("probing", "observation_context", "observation_normalised")
+"""EnvConfig fields a learner variant may set; the fixed policies and schedules take their own."""
+
+
+def shared_federation(learned: dict[str, list[GreedyPolicy]]) -> EnvConfig:
+    """The training federation of every variant, with the learner fields at their defaults.
+
+    Raises:
+        ValueError: two runs trained in federations that differ outside :data:`LEARNER_FIELDS` (and the
+            fields that say only where data is or what computes the round), naming the fields.
+    """
+    defaults = {name: getattr(EnvConfig(), name) for name in LEARNER_FIELDS}
+    configs = {name: dataclasses.replace(policy.env_config, **defaults)
+               for name, policies in learned.items() for policy in policies}
+    (first_name, first), *others = configs.items()
+    for name, config in others:
+        differences = config_differences(first, config, HARMLESS_FIELDS)["trained_on"]
+        if differences:
+            raise ValueError(f"variants {first_name} and {name} were trained in different federations "
+                             f"(fields {', '.join(differences)}): compare them in separate studies")
+    return first
+
+
+def setting_config(federation: EnvConfig, multiple: int) -> EnvConfig:
+    """The federation with ``multiple`` times its clients and the same candidates per round."""
+    return dataclasses.replace(federation, num_clients=federation.num_clients * multiple).validate()
+
+
+def check_scratch(federation: EnvConfig, setting: str, name: str, policies: list[GreedyPolicy]) -> None:
+    """Check that the runs of scratch variant ``name`` were trained in ``setting``'s federation
+    (:func:`setting_config` of the shared ``federation``), outside :data:`LEARNER_FIELDS` and the fields
+    that say only where data is or what computes the round.
+
+    Raises:
+        ValueError: a run trained elsewhere, naming the fields, its values and the setting's.
+    """
+    expected = setting_config(federation, SETTINGS[setting])
+    defaults = {field: getattr(EnvConfig(), field) for field in LEARNER_FIELDS}
+    for policy in policies:
+        differences = config_differences(expected, dataclasses.replace(policy.env_config, **defaults),
+                                         HARMLESS_FIELDS)
+        if differences["trained_on"]:
+            fields = ", ".join(f"{field}={value!r} (setting {setting}: {differences['trained_on'][field]!r})"
+                               for field, value in differences["evaluated_on"].items())
+            raise ValueError(f"--scratch {setting}:{name}: a run was trained in another federation than setting "
+                             f"{setting}'s: {fields}")
+
+
+def learner_config(config: EnvConfig, policy: GreedyPolicy) -> EnvConfig:
+    """``config`` with the :data:`LEARNER_FIELDS` of the environment ``policy`` was trained in."""
+    return dataclasses.replace(config, **{field: getattr(policy.env_config, field) for field in LEARNER_FIELDS})
+
+
+def schedules(grid: str, num_rounds: int) -> list[LateRoundsPolicy]:
+    """The open-loop schedules of ``grid`` (``k:L`` pairs), named ``schedule k:L``."""
+    return [LateRoundsPolicy(k, last, num_rounds, name=f"schedule {k}:{last}") for k, last in parse_grid(grid)]
+
+
+def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    """The per-episode metrics ``path`` holds if an earlier run wrote them under the same ``key``, else
+    ``evaluate()``'s, written there atomically with the key (a file under a different key, evaluated for
+    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed)."""
+    replaced = False
+    if path.exists():
+        document = json.loads(path.read_text())
+        if document["key"] == json.loads(json.dumps(key)):
+            return document["per_episode"]
+        replaced = True
+    per_episode = evaluate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"key": key, "per_episode": per_episode})
+    print(f"wrote {path}" + (" (replacing a result evaluated under another key)" if replaced else ""), flush=True)
+    return per_episode
+
+
+def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[int], probing: bool | None,
+                   checkpoints: list[str | None] | None = None) -> dict[str, list[dict]]:
+    """Per-episode metrics of ``policies`` on ``seeds``, read from ``path`` if an earlier run wrote them
+    for the same configuration and seeds, else evaluated and written there atomically (:func:`cached_group`)."""
+    key = {"config": config.to_dict(), "seeds": seeds, "policies": [p.name for p in policies],
+           "checkpoints": checkpoints}
+    return cached_group(path, key, lambda: per_episode_metrics(evaluate_policies(
+        config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)))
+
+
+def fine_tuned_name(variant: str, episodes: int) -> str:
+    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``."""
+    return f"{variant} +ft{episodes}"
+
+
+def fine_tune_seed(run_index: int) -> int:
+    """The training seed of the fine-tuning of run ``run_index`` of a variant (its checkpoints in sorted path
+    order, from 0): the index itself, so its episodes play env seeds ``10000 + 1000000 * run_index + episode``
+    (:func:`agents.rollout.training_seed`, as ``train_agents.py --seed``), never a held-out seed (1000 up,
+    below 10000) nor a validation seed (500 up)."""
+    return run_index
+
+
+def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
+                     seeds: list[int]) -> dict[str, list[dict]]:
+    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in
+    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's
+    fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3) and pooled under ``name``,
+    on ``seeds``; each episode records the checkpoint its run started from. Read from ``path`` when an
+    earlier run fine-tuned the same checkpoints for as many episodes with the same seeds in the same
+    configuration (no fine-tuning then), else fine-tuned, evaluated and written there (:func:`cached_group`)."""
+    tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
+    key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
+           "checkpoints": checkpoints, "fine_tune": {"episodes": episodes, "seeds": tune_seeds}}
+
+    def evaluate() -> dict[str, list[dict]]:
+        policies = [fine_tune(Path(checkpoint), config, episodes, seed) for checkpoint, seed in zip(checkpoints,
+                                                                                                   tune_seeds)]
+        for policy in policies:
+            policy.name = name
+        return per_episode_metrics(evaluate_policies(config, policies, seeds, progress=False, probing=None,
+                                                     checkpoints=checkpoints))
+
+    return cached_group(path, key, evaluate)
+
+
+@dataclasses.dataclass
+class Study:
+    """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
+    scratch variants included), the transfer variants, their fine-tuned names (``tuned``: empty without
+    fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid and the
+    held-out seeds."""
+    runs: dict[str, list[str]]
+    learned: dict[str, list[GreedyPolicy]]
+    federation: EnvConfig
+    transferred: list[str]
+    fine_tune_episodes: int
+    tuned: dict[str, str]
+    scratch: dict[str, tuple[str, list[str]]]
+    fixed: list[str]
+    grid: str
+    seeds: list[int]
+
+
+def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],
+                                                                     list[dict]]:
+    """Evaluate (or read from ``OUT/<setting>``) every group of ``setting``: the fixed policies, the schedules,
+    the variants (every one in the trained setting, the transfer variants elsewhere), each transfer
+    variant's fine-tuned runs right after it and the setting's scratch variant last.
+
+    Returns:
+        ``(per_episode, rows, policies)``: the per-episode metrics by policy, the variants' rows
+        (:func:`benchmarks.agent_study_rows.variant_row`; a transfer variant's row with ``ft_minus_zero_shot``,
+        its fine-tuned variant minus it, and ``zero_shot_minus_scratch``, it minus the scratch variant, from
+        :func:`benchmarks.agent_study_rows.variant_differences`) and the all-policies rows
+        (:func:`benchmarks.agent_study_rows.policy_rows`).
+    """
+    config = setting_config(study.federation, SETTINGS[setting])
+    seeds = study.seeds
+    per_episode = dict(evaluate_group(out / setting / "fixed.json", config,
+                                      [make_policy(name) for name in study.fixed], seeds, probing=None))
+    open_loop = schedules(study.grid, config.num_rounds)
+    per_episode.update(evaluate_group(out / setting / "schedules.json", config, open_loop, seeds, probing=False))
+    scheduled = [s.name for s in open_loop]
+    zero_shot = [name for name in study.runs if setting == "trained" or name in study.transferred]
+    tuned = {} if setting == "trained" else {name: study.tuned[name] for name in zero_shot if name in study.tuned}
+    scratch_name, scratch_paths = study.scratch.get(setting, (None, []))
+    variants = []
+    for name in zero_shot + ([scratch_name] if scratch_name else []):
+        for policy in study.learned[name]:
+            policy.name = name
+        learned_config = learner_config(config, study.learned[name][0])
+        checkpoints = scratch_paths if name == scratch_name else study.runs[name]
+        per_episode.update(evaluate_group(out / setting / f"{name}.json", learned_config, study.learned[name],
+                                          seeds, probing=None, checkpoints=checkpoints))
+        variants.append(name)
+        if name in tuned:
+            per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
+                                                study.runs[name], study.fine_tune_episodes, seeds))
+            variants.append(tuned[name])
+    rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds) for name in variants}
+    for name, tuned_name in tuned.items():
+        [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
+        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes}
+        if scratch_name:
+            [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)
+    policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled}, seeds)
+    return per_episode, rows, policies
+
+

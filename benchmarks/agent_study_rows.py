@@ -1,0 +1,156 @@
+"""The learned-agent study's rows and bars (:mod:`benchmarks.agent_study`), computed from per-episode
+metrics already evaluated (``policy name -> [episode dict]``, :func:`fedenv.evaluation.per_episode_metrics`):
+per variant and setting its row (:func:`variant_row`), the paired differences between variants
+(:func:`variant_differences`), the all-policies rows (:func:`policy_rows`) and the bars read from the rows
+(:func:`bars`, the fine-tuning bar :func:`fine_tune_bars`); the bars are those of
+:mod:`benchmarks.agent_study`'s docstring."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.common import best_fixed
+from fedenv.evaluation.paired import interval_label, mean_interval, paired_interval, value_matrix
+
+SETTINGS = {"trained": 1, "4x": 4, "8x": 8}
+"""Setting name -> the multiple of the training federation's clients it evaluates at."""
+MARGIN_FLOOR = 0.0
+RATIO_TARGET = 1.2
+"""The bars: margins with the interval above 0; the transfer ratio at least 1.2, its interval above 1."""
+POLICY_METRICS = (("team_return", "team return", 3), ("final_accuracy", "final accuracy", 3),
+                  ("total_latency_s", "latency (s)", 1), ("total_upload_mb", "upload (MB)", 1),
+                  ("total_download_mb", "download (MB)", 1))
+"""The columns of the all-policies table: per-episode metric, heading, decimals."""
+
+
+def signed_interval(value: float, low: float, high: float, digits: int = 3) -> str:
+    """A difference and its interval as text, signed: ``+0.012 [-0.004, +0.030]``."""
+    return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+
+def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
+                seeds: list[int]) -> dict:
+    """One variant at one setting: its mean return, the best fixed policy and schedule, the paired
+    differences and the return ratio to the best fixed policy with their intervals, the spread over runs."""
+    values = value_matrix(per_episode[variant], "team_return", seeds)
+    row = {"variant": variant, "runs": len(values), "seeds": len(seeds), "return": float(values.mean()),
+           "run_std": float(values.mean(axis=1).std(ddof=1)) if len(values) > 1 else float("nan")}
+    for role, names in (("fixed", fixed), ("schedule", scheduled)):
+        if not names:
+            continue
+        best = best_fixed(per_episode, names)
+        reference = value_matrix(per_episode[best], "team_return", seeds)[0]
+        difference, low, high = paired_interval(values, reference)
+        row.update({f"best_{role}": best, f"best_{role}_return": float(reference.mean()),
+                    f"minus_{role}": difference, f"minus_{role}_low": low, f"minus_{role}_high": high,
+                    f"minus_{role}_label": interval_label(low, high)})
+        if role == "fixed":
+            ratio, low, high = paired_interval(values, reference, statistic="ratio")
+            row.update({"ratio": ratio, "ratio_low": low, "ratio_high": high})
+    return row
+
+
+def variant_differences(per_episode: dict[str, list[dict]], pairs: list[tuple[str, str]],
+                        seeds: list[int]) -> list[dict]:
+    """``variant minus reference variant`` in team return for each ``(variant, reference)`` pair, paired on
+    the seeds with both sides' training runs resampled (:func:`~fedenv.evaluation.paired.paired_interval`):
+    e.g. a shorter training run against the main job's."""
+    out = []
+    for variant, reference in pairs:
+        difference, low, high = paired_interval(value_matrix(per_episode[variant], "team_return", seeds),
+                                                value_matrix(per_episode[reference], "team_return", seeds))
+        out.append({"variant": variant, "reference": reference, "difference": difference, "low": low, "high": high,
+                    "label": interval_label(low, high)})
+    return out
+
+
+def probing_mode(episodes: list[dict]) -> str:
+    """How a policy's episodes played: ``probing`` (every episode with a probing epoch), ``no probing``
+    (none), ``mixed``, or ``not recorded`` when an episode lacks the field."""
+    modes = {episode.get("probing") for episode in episodes}
+    if None in modes:
+        return "not recorded"
+    return "mixed" if len(modes) > 1 else "probing" if modes == {True} else "no probing"
+
+
+def policy_rows(per_episode: dict[str, list[dict]], kinds: dict[str, list[str]], seeds: list[int]) -> list[dict]:
+    """The all-policies table of one setting: one row per policy of ``kinds`` (``kind -> policy names``,
+    e.g. ``learned``, ``fixed``, ``schedule``; rows in that order), from the per-episode metrics already
+    evaluated.
+
+    Returns:
+        Rows of ``kind``, ``policy``, ``probing`` (:func:`probing_mode`), ``runs``, ``seeds`` and, for each
+        metric of :data:`POLICY_METRICS`, ``{metric}`` (the mean over runs x seeds, in the metric's unit),
+        ``{metric}_low`` and ``{metric}_high`` (its 95 % bootstrap interval,
+        :func:`~fedenv.evaluation.paired.mean_interval`: seeds and whole runs resampled).
+
+    Raises:
+        ValueError: a policy that did not run, or a run that lacks one of ``seeds`` (the message names it).
+    """
+    rows = []
+    for kind, names in kinds.items():
+        for name in names:
+            if name not in per_episode:
+                raise ValueError(f"policy {name!r} did not run; ran: {', '.join(per_episode)}")
+            matrices = {metric: value_matrix(per_episode[name], metric, seeds) for metric, _, _ in POLICY_METRICS}
+            row = {"kind": kind, "policy": name, "probing": probing_mode(per_episode[name]),
+                   "runs": len(matrices["team_return"]), "seeds": len(seeds)}
+            for metric, values in matrices.items():
+                row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = mean_interval(values)
+            rows.append(row)
+    return rows
+
+
+def bars(rows: dict[str, dict[str, dict]], variant: str) -> list[tuple[str, bool | None]]:
+    """The bars of :mod:`benchmarks.agent_study`'s docstring for ``variant``: ``(description, met)``, None where
+    not measured."""
+    trained = rows.get("trained", {}).get(variant)
+    out = []
+    if trained:
+        for role in ("fixed", "schedule"):
+            if f"minus_{role}" in trained:
+                what = "fixed policy" if role == "fixed" else "open-loop schedule"
+                out.append((f"beats the best {what} ({trained[f'best_{role}']}): interval above 0",
+                            trained[f"minus_{role}_low"] > MARGIN_FLOOR))
+        if "minus_fixed" in trained and not np.isnan(trained["run_std"]):
+            out.append(("spread over training runs at most half the margin over the best fixed policy",
+                        bool(trained["minus_fixed"] > 0 and trained["run_std"] <= trained["minus_fixed"] / 2)))
+    for setting in ("4x", "8x"):
+        row = rows.get(setting, {}).get(variant)
+        if row and "ratio" in row:
+            out.append((f"at {setting} the clients: return at least {RATIO_TARGET}x the best fixed policy's, "
+                        "interval above 1", bool(row["ratio"] >= RATIO_TARGET and row["ratio_low"] > 1.0)))
+        if row and "ft_minus_zero_shot" in row:
+            out += fine_tune_bars(setting, variant, row["ft_minus_zero_shot"], row.get("zero_shot_minus_scratch"))
+    return out
+
+
+def fine_tune_bars(setting: str, variant: str, tuned: dict, scratch: dict | None) -> list[tuple[str, bool | None]]:
+    """The fine-tuning bar of ``variant`` at ``setting`` (FedMarl, Zhang et al., AAAI 2022, arXiv 2201.02932,
+    Sec. 5, Table 3), from the differences of :func:`variant_differences`: ``tuned`` (the fine-tuned variant
+    minus ``variant``) and ``scratch`` (``variant`` minus the scratch variant of ``setting``; None without one).
+
+    Returns:
+        ``(description, met)``: fine-tuned minus zero-shot not worse (its interval's upper bound >= 0); and,
+        where the zero-shot variant trails the scratch one (an interval below 0), fine-tuned minus zero-shot
+        better (interval above 0); met where it does not trail (no gap to close); None (not measured)
+        without a scratch variant or an interval.
+    """
+    name = tuned["variant"]
+    out = [(f"at {setting} the clients: {name} minus {variant} not worse (interval's upper bound >= 0)",
+            bool(tuned["high"] >= 0))]
+    if scratch is None or scratch["label"] is None:
+        why = f"no --scratch {setting}:NAME=GLOB" if scratch is None else "no interval"
+        out.append((f"at {setting} the clients: {name} better than {variant} where {variant} trails an agent "
+                    f"trained there from scratch: not measured ({why})", None))
+    elif scratch["label"] == "worse":
+        out.append((f"at {setting} the clients: {variant} trails {scratch['reference']} (trained there from "
+                    f"scratch; {signed_interval(scratch['difference'], scratch['low'], scratch['high'])} worse), so "
+                    f"{name} minus {variant} better (interval above 0)", bool(tuned["low"] > 0)))
+    else:
+        out.append((f"at {setting} the clients: {variant} does not trail {scratch['reference']} (trained there "
+                    f"from scratch; {signed_interval(scratch['difference'], scratch['low'], scratch['high'])} "
+                    f"{scratch['label']}): no gap for {name} to close", True))
+    return out
+
