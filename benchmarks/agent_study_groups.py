@@ -20,7 +20,7 @@ from fedenv.baselines import LateRoundsPolicy, make_policy
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
-from fedenv.fileio import atomic_write_json
+from fedenv.fileio import atomic_write_json, json_text
 
 LEARNER_FIELDS = ("probing", "observation_context", "observation_normalised")
 """EnvConfig fields a learner variant may set; the fixed policies and schedules take their own."""
@@ -80,17 +80,26 @@ def schedules(grid: str, num_rounds: int) -> list[LateRoundsPolicy]:
     return [LateRoundsPolicy(k, last, num_rounds, name=f"schedule {k}:{last}") for k, last in parse_grid(grid)]
 
 
+def as_stored(value):
+    """``value`` as a cache file holds it and reads it back: standard JSON (:func:`fedenv.fileio.json_text`:
+    NaN and infinities as None, tuples as lists) parsed again."""
+    return json.loads(json_text(value))
+
+
 def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
     """The per-episode metrics ``path`` holds if an earlier run wrote them under the same ``key``, else
     ``evaluate()``'s, written there atomically with the key (a file under a different key, evaluated for
-    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed)."""
+    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed).
+    Both are returned :func:`as_stored` (a metric that is not a number, e.g. ``rounds_to_fedavg`` without
+    FedAvg in the group, is None), so a group read back equals the group evaluated."""
+    key = as_stored(key)
     replaced = False
     if path.exists():
         document = json.loads(path.read_text())
-        if document["key"] == json.loads(json.dumps(key)):
+        if document["key"] == key:
             return document["per_episode"]
         replaced = True
-    per_episode = evaluate()
+    per_episode = as_stored(evaluate())
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"key": key, "per_episode": per_episode})
     print(f"wrote {path}" + (" (replacing a result evaluated under another key)" if replaced else ""), flush=True)

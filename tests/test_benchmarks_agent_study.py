@@ -5,6 +5,7 @@ against fine-tuning by hand), and the errors for bad --runs and --scratch."""
 
 import dataclasses
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -384,3 +385,20 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     assert group(["a.pt", "c.pt"], 2)[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other checkpoints
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other seeds
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == []
+
+
+def test_a_group_read_back_from_the_cache_equals_the_group_evaluated_fresh(tmp_path, monkeypatch):
+    # a schedule's group: FedAvg, the reference of rounds_to_fedavg, is not in it, so that metric is not a number
+    config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "trained" / "schedules.json"
+    fresh = agent_study_groups.evaluate_group(path, config, agent_study_groups.schedules("1:1", config.num_rounds),
+                                              [1000, 1001], probing=False)
+    assert len(fresh["schedule 1:1"]) == 2
+    assert all(e["rounds_to_fedavg"] is None or math.isnan(e["rounds_to_fedavg"]) for e in fresh["schedule 1:1"])
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError("a cached group was evaluated again")
+
+    monkeypatch.setattr(agent_study_groups, "evaluate_policies", no_evaluation)
+    cached = agent_study_groups.evaluate_group(path, config, agent_study_groups.schedules("1:1", config.num_rounds),
+                                               [1000, 1001], probing=False)
+    assert cached == fresh
