@@ -196,6 +196,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def evaluated_settings(args: argparse.Namespace, transferred: list[str]) -> list[str]:
+    """The settings of ``--settings`` (in their order) this invocation evaluates: without 8x under ``--quick``,
+    and without the transfer settings when no variant transfers (``transferred`` empty).
+
+    Raises:
+        ValueError: a ``--scratch`` item whose setting is not evaluated (its scratch variant would not run),
+            naming the item and why.
+    """
+    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or transferred)]
+    for item in args.scratch:
+        setting = item.partition(":")[0]
+        if setting not in settings:
+            why = ("--quick evaluates trained and 4x only" if args.quick and setting == "8x" else
+                   f"not in --settings {' '.join(args.settings)}" if setting not in args.settings else
+                   "no variant transfers: --transfer-variants without names")
+            raise ValueError(f"--scratch {item!r}: setting {setting} is not evaluated ({why}), so its scratch "
+                             "variant would not run")
+    return settings
+
+
 def load_study(args: argparse.Namespace, out: Path) -> Study:
     """The :class:`benchmarks.agent_study_groups.Study` of the parsed arguments (``--quick``:
     :func:`train_quick_runs` into ``out``).
@@ -203,8 +223,9 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     Raises:
         ValueError, FileNotFoundError: a bad ``--runs``, ``--compare``, ``--transfer-variants`` or ``--scratch``
             (a scratch variant trained elsewhere than its setting:
-            :func:`benchmarks.agent_study_groups.check_scratch`), or a variant name used twice (a ``--runs`` or
-            ``--scratch`` name that is a fine-tuned variant's).
+            :func:`benchmarks.agent_study_groups.check_scratch`; a scratch variant of a setting not evaluated:
+            :func:`evaluated_settings`), or a variant name used twice (a ``--runs`` or ``--scratch`` name that is
+            a fine-tuned variant's).
     """
     runs = train_quick_runs(out) if args.quick else parse_runs(args.runs)
     if not runs:
@@ -221,6 +242,7 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     if clashes:
         raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN)")
     scratch = parse_scratch(args.scratch)
+    settings = evaluated_settings(args, transferred)
     for setting, (name, paths) in scratch.items():
         if name in learned or name in tuned.values():
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
@@ -229,7 +251,7 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     return Study(runs, learned, federation, transferred, episodes, tuned, scratch,
                  list(QUICK_FIXED) if args.quick else list(compared_policies()),
                  QUICK_GRID if args.quick else args.grid,
-                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))))
+                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))), settings)
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -260,11 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         pairs = parse_pairs(args.compare, list(study.runs))
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
-    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or study.transferred)]
     rows: dict[str, dict[str, dict]] = {}
     policies: dict[str, list[dict]] = {}
     differences: list[dict] = []
-    for setting in settings:
+    for setting in study.settings:
         per_episode, rows[setting], policies[setting] = evaluate_setting(study, setting, out)
         if setting == "trained":
             differences = variant_differences(per_episode, pairs, study.seeds)

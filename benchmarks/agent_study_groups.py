@@ -156,8 +156,8 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
 class Study:
     """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
     scratch variants included), the transfer variants, their fine-tuned names (``tuned``: empty without
-    fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid and the
-    held-out seeds."""
+    fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
+    held-out seeds and the settings evaluated, in order."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
@@ -168,6 +168,7 @@ class Study:
     fixed: list[str]
     grid: str
     seeds: list[int]
+    settings: list[str]
 
 
 def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],

@@ -402,3 +402,17 @@ def test_a_group_read_back_from_the_cache_equals_the_group_evaluated_fresh(tmp_p
     cached = agent_study_groups.evaluate_group(path, config, agent_study_groups.schedules("1:1", config.num_rounds),
                                                [1000, 1001], probing=False)
     assert cached == fresh
+
+
+def test_a_scratch_variant_of_a_setting_not_evaluated_is_refused_naming_the_item_and_why(tmp_path, capsys):
+    (tmp_path / "c.pt").write_text("")  # refused before it is loaded
+    for options, setting, why in [
+        (["--settings", "trained"], "4x", "not in --settings trained"),
+        (["--transfer-variants"], "4x", "no variant transfers: --transfer-variants without names"),
+        ([], "8x", "--quick evaluates trained and 4x only"),
+    ]:
+        item = f"{setting}:s={tmp_path / 'c.pt'}"
+        with pytest.raises(SystemExit):
+            agent_study.main(["--quick", "--out", str(tmp_path), *options, "--scratch", item])
+        assert f"--scratch {item!r}: setting {setting} is not evaluated ({why})" in capsys.readouterr().err
+    assert not (tmp_path / "trained").exists()  # refused before anything is evaluated
