@@ -40,7 +40,8 @@ Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of th
 the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
-evaluated in its setting only.
+evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, 8x under ``--quick``,
+no transfer variants) is refused.
 
 Under the bars, the page gives per setting an *all-policies* table
 (:func:`benchmarks.agent_study_rows.policy_rows`), read from the
