@@ -28,7 +28,6 @@ def signed_interval(value: float, low: float, high: float, digits: int = 3) -> s
     return f"{value:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
-
 def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
                 seeds: list[int]) -> dict:
     """One variant at one setting: its mean return, the best fixed policy and schedule, the paired
