@@ -89,7 +89,9 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
                 f"{r['minus_fixed_label'] or ''} | {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] | "
                 f"{schedule} |")
     if differences:
-        lines += ["", "Between variants, in the trained setting (paired on the seeds, both sides' runs resampled):",
+        lines += ["", ("**Ablation** (`--compare A:B`): variant A minus variant B in the trained setting, each "
+                   "pair one lever against the variant without it (paired on the seeds, both sides' runs "
+                   "resampled):"),
                   "", "| variant | minus | team return difference |", "|---|---|---|"]
         lines += [f"| {d['variant']} | {d['reference']} | {signed_interval(d['difference'], d['low'], d['high'])} "
                   f"{d['label'] or ''} |" for d in differences]
