@@ -77,7 +77,8 @@ from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_SEED_BASE, training_seed
 from benchmarks.agent_study_groups import Study, check_scratch, evaluate_setting, fine_tuned_name, shared_federation
 from benchmarks.agent_study_page import PAGE, README, markdown, write_pages
-from benchmarks.agent_study_rows import SETTINGS, variant_differences
+from benchmarks.agent_study_rows import variant_differences
+from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS, setting_config
 from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, checkpoint_path, train_agent
 from benchmarks.pages import git_commit
 from benchmarks.schedules import DEFAULT_GRID
@@ -85,6 +86,8 @@ from fedenv.baselines import compared_policies
 from fedenv.config import EnvConfig
 from fedenv.fileio import atomic_write_json
 
+QUICK_SETTINGS = ("trained", "4x")
+"""The settings ``--quick`` evaluates (of those ``--settings`` names)."""
 QUICK_GRID = "1:1"
 QUICK_EPISODES = 3
 QUICK_VDN = dict(learning_starts=2, batch_size=8)
@@ -116,11 +119,11 @@ def parse_scratch(items: list[str]) -> dict[str, tuple[str, list[str]]]:
     the reference of the fine-tuning bar's second half.
 
     Raises:
-        ValueError: an item without ``SETTING:``, a setting that is not a transfer setting of
-            :data:`benchmarks.agent_study_rows.SETTINGS`, a setting given twice, or a ``NAME=GLOB`` that
-            :func:`parse_runs` refuses.
+        ValueError: an item without ``SETTING:``, a setting that is not one of
+            :data:`benchmarks.agent_study_settings.TRANSFER_SETTINGS`, a setting given twice, or a ``NAME=GLOB``
+            that :func:`parse_runs` refuses.
     """
-    transfer = [name for name, multiple in SETTINGS.items() if multiple > 1]
+    transfer = TRANSFER_SETTINGS
     scratch: dict[str, tuple[str, list[str]]] = {}
     for item in items:
         setting, sep, run = item.partition(":")
@@ -168,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also report variant A minus variant B in the trained setting (e.g. fewer episodes "
                              "against the main job's)")
     parser.add_argument("--transfer-variants", nargs="*", default=None, metavar="NAME",
-                        help="the variants evaluated at 4x and 8x the clients (default: every variant; the flag "
+                        help="the variants evaluated in the transfer settings (default: every variant; the flag "
                              "alone: none)")
     parser.add_argument("--fine-tune-episodes", type=int, default=0, metavar="N",
                         help="also fine-tune each run of every transfer variant for N episodes in each transfer "
@@ -178,8 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a variant trained from scratch in a transfer setting's federation (e.g. 4x:scratch-4x="
                              "'runs/4x/seed_*/checkpoint.pt'), evaluated in that setting only: the reference of the "
                              "fine-tuning bar's second half")
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
-                        help="settings to evaluate and tabulate (default: all); results already in OUT are reused")
+    parser.add_argument("--settings", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
+                        help="settings to evaluate and tabulate, of: " + "; ".join(
+                            f"{name}: {setting.description}" for name, setting in SETTINGS.items())
+                        + " (default: all, those that read --data-root only with it); results already in OUT "
+                        "are reused")
+    parser.add_argument("--data-root", default=None, metavar="DIR",
+                        help="the folder the fmnist setting reads Fashion-MNIST from, in torchvision's layout "
+                             "(DIR/FashionMNIST/raw/); never downloaded")
     parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
     parser.add_argument("--grid", default=DEFAULT_GRID, help="the schedules' k:L pairs (default: %(default)s)")
     parser.add_argument("--out", required=True, help="folder of the per-setting results (reused by reruns)")
@@ -192,24 +201,27 @@ def build_parser() -> argparse.ArgumentParser:
                              "of learned-agent:start/end")
     parser.add_argument("--quick", action="store_true",
                         help="CI size: trains two 3-episode runs of 3 clients, 2 seeds, fixed policies "
-                             f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}, settings trained and 4x, the runs "
-                             "fine-tuned for 1 episode at 4x")
+                             f"{', '.join(QUICK_FIXED)}, grid {QUICK_GRID}, settings "
+                             f"{' and '.join(QUICK_SETTINGS)} (of --settings), the runs fine-tuned for 1 episode "
+                             "at 4x")
     return parser
 
 
 def evaluated_settings(args: argparse.Namespace, transferred: list[str]) -> list[str]:
-    """The settings of ``--settings`` (in their order) this invocation evaluates: without 8x under ``--quick``,
-    and without the transfer settings when no variant transfers (``transferred`` empty).
+    """The settings of ``--settings`` (in their order) this invocation evaluates: only those of
+    :data:`QUICK_SETTINGS` under ``--quick``, and without the transfer settings when no variant transfers
+    (``transferred`` empty).
 
     Raises:
         ValueError: a ``--scratch`` item whose setting is not evaluated (its scratch variant would not run),
             naming the item and why.
     """
-    settings = [s for s in args.settings if not (args.quick and s == "8x") and (s == "trained" or transferred)]
+    settings = [s for s in args.settings if (not args.quick or s in QUICK_SETTINGS) and (s == "trained" or transferred)]
     for item in args.scratch:
         setting = item.partition(":")[0]
         if setting not in settings:
-            why = ("--quick evaluates trained and 4x only" if args.quick and setting == "8x" else
+            why = (f"--quick evaluates {' and '.join(QUICK_SETTINGS)} only"
+                   if args.quick and setting not in QUICK_SETTINGS else
                    f"not in --settings {' '.join(args.settings)}" if setting not in args.settings else
                    "no variant transfers: --transfer-variants without names")
             raise ValueError(f"--scratch {item!r}: setting {setting} is not evaluated ({why}), so its scratch "
@@ -225,8 +237,9 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         ValueError, FileNotFoundError: a bad ``--runs``, ``--compare``, ``--transfer-variants`` or ``--scratch``
             (a scratch variant trained elsewhere than its setting:
             :func:`benchmarks.agent_study_groups.check_scratch`; a scratch variant of a setting not evaluated:
-            :func:`evaluated_settings`), or a variant name used twice (a ``--runs`` or ``--scratch`` name that is
-            a fine-tuned variant's).
+            :func:`evaluated_settings`), a variant name used twice (a ``--runs`` or ``--scratch`` name that is
+            a fine-tuned variant's), or a setting whose federation cannot be built
+            (:func:`benchmarks.agent_study_settings.setting_config`).
     """
     runs = train_quick_runs(out) if args.quick else parse_runs(args.runs)
     if not runs:
@@ -244,21 +257,23 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN)")
     scratch = parse_scratch(args.scratch)
     settings = evaluated_settings(args, transferred)
+    configs = {setting: setting_config(federation, setting, args.data_root) for setting in settings}
     for setting, (name, paths) in scratch.items():
         if name in learned or name in tuned.values():
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
-        check_scratch(federation, setting, name, learned[name])
+        check_scratch(federation, setting, name, learned[name], args.data_root)
     return Study(runs, learned, federation, transferred, episodes, tuned, scratch,
                  list(QUICK_FIXED) if args.quick else list(compared_policies()),
                  QUICK_GRID if args.quick else args.grid,
-                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))), settings)
+                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))), settings, configs)
 
 
 def command_line(args: argparse.Namespace) -> str:
     """The command the page says generated it."""
     options = [*([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
-               *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])]
+               *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
+               *([f"--data-root {args.data_root}"] if args.data_root else [])]
     return "python -m benchmarks.agent_study " + " ".join(
         ["--quick", *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])] if args.quick else [
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
@@ -271,6 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if args.settings is None:
+        args.settings = [name for name, setting in SETTINGS.items() if args.data_root or not setting.needs_data_root]
+    needing = [name for name in args.settings if SETTINGS[name].needs_data_root]
+    if needing and not args.data_root:
+        parser.error(f"--settings {' '.join(needing)}: needs --data-root DIR (the folder its dataset is read from, "
+                     "in torchvision's layout)")
     if args.episodes < 2:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
     if args.fine_tune_episodes < 0:

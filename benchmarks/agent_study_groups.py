@@ -1,5 +1,6 @@
-"""The learned-agent study's groups (:mod:`benchmarks.agent_study`): the federation of each setting
-(:func:`shared_federation`, :func:`setting_config`, :func:`check_scratch`), the evaluation of each group of
+"""The learned-agent study's groups (:mod:`benchmarks.agent_study`): the shared training federation and the
+scratch variants' check (:func:`shared_federation`, :func:`check_scratch`; each setting's federation is
+:func:`benchmarks.agent_study_settings.setting_config`), the evaluation of each group of
 policies of a setting on the held-out seeds (the fixed policies, the schedules, each variant, each variant's
 fine-tuned runs: :func:`evaluate_setting`), and their cache, ``OUT/<setting>/<group>.json``
 (:func:`cached_group`): a group is evaluated (or fine-tuned) only when no earlier run wrote it under the same
@@ -13,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agents.policy import GreedyPolicy
-from benchmarks.agent_study_rows import SETTINGS, policy_rows, variant_differences, variant_row
+from benchmarks.agent_study_rows import policy_rows, variant_differences, variant_row
+from benchmarks.agent_study_settings import setting_config
 from benchmarks.common import fine_tune
 from benchmarks.schedules import parse_grid
 from fedenv.baselines import LateRoundsPolicy, make_policy
@@ -45,20 +47,16 @@ def shared_federation(learned: dict[str, list[GreedyPolicy]]) -> EnvConfig:
     return first
 
 
-def setting_config(federation: EnvConfig, multiple: int) -> EnvConfig:
-    """The federation with ``multiple`` times its clients and the same candidates per round."""
-    return dataclasses.replace(federation, num_clients=federation.num_clients * multiple).validate()
-
-
-def check_scratch(federation: EnvConfig, setting: str, name: str, policies: list[GreedyPolicy]) -> None:
+def check_scratch(federation: EnvConfig, setting: str, name: str, policies: list[GreedyPolicy],
+                  data_root: str | None = None) -> None:
     """Check that the runs of scratch variant ``name`` were trained in ``setting``'s federation
-    (:func:`setting_config` of the shared ``federation``), outside :data:`LEARNER_FIELDS` and the fields
-    that say only where data is or what computes the round.
+    (:func:`benchmarks.agent_study_settings.setting_config` of the shared ``federation`` and ``data_root``),
+    outside :data:`LEARNER_FIELDS` and the fields that say only where data is or what computes the round.
 
     Raises:
         ValueError: a run trained elsewhere, naming the fields, its values and the setting's.
     """
-    expected = setting_config(federation, SETTINGS[setting])
+    expected = setting_config(federation, setting, data_root)
     defaults = {field: getattr(EnvConfig(), field) for field in LEARNER_FIELDS}
     for policy in policies:
         differences = config_differences(expected, dataclasses.replace(policy.env_config, **defaults),
@@ -157,7 +155,8 @@ class Study:
     """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
     scratch variants included), the transfer variants, their fine-tuned names (``tuned``: empty without
     fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
-    held-out seeds and the settings evaluated, in order."""
+    held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
+    :func:`benchmarks.agent_study_settings.setting_config`)."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
@@ -169,6 +168,7 @@ class Study:
     grid: str
     seeds: list[int]
     settings: list[str]
+    configs: dict[str, EnvConfig]
 
 
 def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],
@@ -184,7 +184,7 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         :func:`benchmarks.agent_study_rows.variant_differences`) and the all-policies rows
         (:func:`benchmarks.agent_study_rows.policy_rows`).
     """
-    config = setting_config(study.federation, SETTINGS[setting])
+    config = study.configs[setting]
     seeds = study.seeds
     per_episode = dict(evaluate_group(out / setting / "fixed.json", config,
                                       [make_policy(name) for name in study.fixed], seeds, probing=None))

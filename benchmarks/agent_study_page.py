@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.agent_study_rows import POLICY_METRICS, SETTINGS, bars, signed_interval
+from benchmarks.agent_study_rows import POLICY_METRICS, bars, signed_interval
+from benchmarks.agent_study_settings import SETTINGS
 from benchmarks.pages import ROOT, write_between_markers
 
 START, END = "<!-- learned-agent:start -->", "<!-- learned-agent:end -->"
@@ -35,8 +36,8 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
     if not tuned:
         return []
     episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
-    lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting]}x the training federation's "
-             f"clients; each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}; team "
+    lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting].description}; "
+             f"each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}; team "
              "return, paired on the seeds, both sides' runs resampled):", "",
              "| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |", "|---|---|---|---|"]
     for variant, r in tuned.items():
@@ -54,9 +55,7 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
 def policy_table(setting: str, rows: list[dict]) -> list[str]:
     """The lines of one setting's all-policies table (:func:`benchmarks.agent_study_rows.policy_rows`), under a
     heading line."""
-    multiple = SETTINGS[setting]
-    clients = "the training federation" if multiple == 1 else f"{multiple}x the training federation's clients"
-    lines = [f"**All policies, setting `{setting}`** ({clients}):", "",
+    lines = [f"**All policies, setting `{setting}`** ({SETTINGS[setting].description}):", "",
              "| policy | kind | probing | runs x seeds | " + " | ".join(h for _, h, _ in POLICY_METRICS) + " |",
              "|---|---|---|---|" + "---|" * len(POLICY_METRICS)]
     for r in rows:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS
 from benchmarks.common import best_fixed
 from fedenv.evaluation.paired import interval_label, mean_interval, paired_interval, value_matrix
 
-SETTINGS = {"trained": 1, "4x": 4, "8x": 8}
-"""Setting name -> the multiple of the training federation's clients it evaluates at."""
 MARGIN_FLOOR = 0.0
 RATIO_TARGET = 1.2
 """The bars: margins with the interval above 0; the transfer ratio at least 1.2, its interval above 1."""
@@ -115,10 +114,10 @@ def bars(rows: dict[str, dict[str, dict]], variant: str) -> list[tuple[str, bool
         if "minus_fixed" in trained and not np.isnan(trained["run_std"]):
             out.append(("spread over training runs at most half the margin over the best fixed policy",
                         bool(trained["minus_fixed"] > 0 and trained["run_std"] <= trained["minus_fixed"] / 2)))
-    for setting in ("4x", "8x"):
+    for setting in TRANSFER_SETTINGS:
         row = rows.get(setting, {}).get(variant)
         if row and "ratio" in row:
-            out.append((f"at {setting} the clients: return at least {RATIO_TARGET}x the best fixed policy's, "
+            out.append((f"{SETTINGS[setting].at}: return at least {RATIO_TARGET}x the best fixed policy's, "
                         "interval above 1", bool(row["ratio"] >= RATIO_TARGET and row["ratio_low"] > 1.0)))
         if row and "ft_minus_zero_shot" in row:
             out += fine_tune_bars(setting, variant, row["ft_minus_zero_shot"], row.get("zero_shot_minus_scratch"))
@@ -137,18 +136,19 @@ def fine_tune_bars(setting: str, variant: str, tuned: dict, scratch: dict | None
         without a scratch variant or an interval.
     """
     name = tuned["variant"]
-    out = [(f"at {setting} the clients: {name} minus {variant} not worse (interval's upper bound >= 0)",
+    at = SETTINGS[setting].at
+    out = [(f"{at}: {name} minus {variant} not worse (interval's upper bound >= 0)",
             bool(tuned["high"] >= 0))]
     if scratch is None or scratch["label"] is None:
         why = f"no --scratch {setting}:NAME=GLOB" if scratch is None else "no interval"
-        out.append((f"at {setting} the clients: {name} better than {variant} where {variant} trails an agent "
+        out.append((f"{at}: {name} better than {variant} where {variant} trails an agent "
                     f"trained there from scratch: not measured ({why})", None))
     elif scratch["label"] == "worse":
-        out.append((f"at {setting} the clients: {variant} trails {scratch['reference']} (trained there from "
+        out.append((f"{at}: {variant} trails {scratch['reference']} (trained there from "
                     f"scratch; {signed_interval(scratch['difference'], scratch['low'], scratch['high'])} worse), so "
                     f"{name} minus {variant} better (interval above 0)", bool(tuned["low"] > 0)))
     else:
-        out.append((f"at {setting} the clients: {variant} does not trail {scratch['reference']} (trained there "
+        out.append((f"{at}: {variant} does not trail {scratch['reference']} (trained there "
                     f"from scratch; {signed_interval(scratch['difference'], scratch['low'], scratch['high'])} "
                     f"{scratch['label']}): no gap for {name} to close", True))
     return out
