@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def default_settings(data_root: str | None) -> list[str]:
+    """``--settings``' default: every setting of :data:`benchmarks.agent_study_settings.SETTINGS`, those that read
+    a dataset from ``--data-root`` only with it."""
+    return [name for name, setting in SETTINGS.items() if data_root or not setting.needs_data_root]
+
+
 def evaluated_settings(args: argparse.Namespace, transferred: list[str]) -> list[str]:
     """The settings of ``--settings`` (in their order) this invocation evaluates: only those of
     :data:`QUICK_SETTINGS` under ``--quick``, and without the transfer settings when no variant transfers
@@ -287,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.settings is None:
-        args.settings = [name for name, setting in SETTINGS.items() if args.data_root or not setting.needs_data_root]
+        args.settings = default_settings(args.data_root)
     needing = [name for name in args.settings if SETTINGS[name].needs_data_root]
     if needing and not args.data_root:
         parser.error(f"--settings {' '.join(needing)}: needs --data-root DIR (the folder its dataset is read from, "

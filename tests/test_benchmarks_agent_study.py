@@ -1,4 +1,5 @@
-"""benchmarks/agent_study.py and its modules (agent_study_rows, agent_study_page, agent_study_groups): the bars
+"""benchmarks/agent_study.py and its modules (agent_study_rows, agent_study_page, agent_study_groups,
+agent_study_settings): each setting's federation against the training federation, the bars
 read from hand-made rows (the fine-tuning bar too), the all-policies and fine-tuning tables from hand-made
 episodes and rows, the rows recomputed by hand from the episodes the --quick run wrote (its fine-tuned runs
 against fine-tuning by hand), and the errors for bad --runs and --scratch."""
@@ -13,10 +14,12 @@ import numpy as np
 import pytest
 
 from agents.config import VDNConfig
-from benchmarks import agent_study, agent_study_groups, agent_study_page, agent_study_rows, common
+from benchmarks import agent_study, agent_study_groups, agent_study_page, agent_study_rows, agent_study_settings, common
+from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS, Setting, setting_config
 from benchmarks.common import QUICK_FEDERATION, QUICK_FIXED
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
+from fedenv.evaluation.transfer import config_differences
 
 
 def row(minus_fixed, low, run_std, ratio=None, ratio_low=None, minus_schedule_low=0.01):
@@ -329,7 +332,7 @@ def test_the_fine_tuning_runs_play_no_held_out_or_validation_seed_and_no_two_run
 
 
 @pytest.mark.parametrize("item,message", [
-    ("a=b", "is not SETTING:NAME=GLOB with SETTING one of 4x, 8x"),
+    ("a=b", f"is not SETTING:NAME=GLOB with SETTING one of {', '.join(TRANSFER_SETTINGS)}$"),
     ("trained:a={file}", "is not SETTING:NAME=GLOB"),
     ("4x:a=/nonexistent/*.pt", "matches no file"),
 ])
@@ -416,3 +419,73 @@ def test_a_scratch_variant_of_a_setting_not_evaluated_is_refused_naming_the_item
             agent_study.main(["--quick", "--out", str(tmp_path), *options, "--scratch", item])
         assert f"--scratch {item!r}: setting {setting} is not evaluated ({why})" in capsys.readouterr().err
     assert not (tmp_path / "trained").exists()  # refused before anything is evaluated
+
+
+def test_each_setting_changes_the_training_federation_in_exactly_the_fields_it_names():
+    federation = EnvConfig()  # mnist5k: 5,000 digits less 100 test digits per class = 4,000 training samples
+    for name, setting in SETTINGS.items():
+        config = setting_config(federation, name, data_root="/data")
+        assert set(config_differences(federation, config, ignore=())["trained_on"]) == set(setting.fields), name
+        assert setting.description and setting.at
+    assert "trained" in SETTINGS and "trained" not in TRANSFER_SETTINGS
+    assert set(TRANSFER_SETTINGS) == set(SETTINGS) - {"trained"}
+
+
+def test_the_settings_configurations_worked_by_hand():
+    federation = EnvConfig(num_clients=6, clients_per_round=3, local_epochs=2)
+    assert (setting_config(federation, "4x").num_clients, setting_config(federation, "4x").clients_per_round) == (24, 3)
+    assert setting_config(federation, "8x").num_clients == 48
+    assert setting_config(federation, "epochs-1").local_epochs == 1
+    assert setting_config(federation, "epochs-5").local_epochs == 5
+    fmnist = setting_config(federation, "fmnist", data_root="/data")
+    assert (fmnist.dataset, fmnist.data_root, fmnist.train_samples, fmnist.model) == ("fashion-mnist", "/data", 4000,
+                                                                                       "mlp")
+    # a federation that partitioned a subset keeps its size; --data-root replaces where the data is
+    subset = dataclasses.replace(federation, dataset="mnist", data_root="/mnist", train_samples=1500)
+    assert setting_config(subset, "fmnist", data_root="/fashion").train_samples == 1500
+    assert setting_config(subset, "4x").data_root == "/mnist"  # the other settings keep the federation's
+
+
+def test_a_setting_that_cannot_be_built_is_refused_naming_it(monkeypatch):
+    federation = EnvConfig()
+    with pytest.raises(ValueError, match=r"unknown setting '16x'; allowed: trained, "):
+        setting_config(federation, "16x")
+    with pytest.raises(ValueError, match=r"setting fmnist .* needs --data-root DIR"):
+        setting_config(federation, "fmnist")
+    longer = Setting(lambda c: dataclasses.replace(c, history_length=c.history_length + 1), ("history_length",),
+                     "a longer history", "with a longer history")
+    monkeypatch.setitem(agent_study_settings.SETTINGS, "longer-history", longer)
+    with pytest.raises(ValueError, match="setting longer-history: its observation layout differs"):
+        setting_config(federation, "longer-history")
+    no_epochs = Setting(lambda c: dataclasses.replace(c, local_epochs=0), ("local_epochs",), "none", "at none")
+    monkeypatch.setitem(agent_study_settings.SETTINGS, "epochs-0", no_epochs)
+    with pytest.raises(ValueError, match="setting epochs-0: cannot build its configuration: local_epochs=0"):
+        setting_config(federation, "epochs-0")
+
+
+def test_fmnist_is_in_the_default_settings_only_with_a_data_root_and_refused_without(tmp_path, capsys):
+    assert "fmnist" not in agent_study.default_settings(None)
+    assert agent_study.default_settings("/data") == list(SETTINGS)
+    with pytest.raises(SystemExit):
+        agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained", "fmnist"])
+    assert "--settings fmnist: needs --data-root DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "16x"])
+    assert "invalid choice: '16x'" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before anything is trained or evaluated
+
+
+def test_the_bars_and_headings_of_a_new_transfer_setting_use_its_registry_entry():
+    rows = {"epochs-5": {"v": {"ratio": 1.2, "ratio_low": 1.01, "ratio_high": 1.4,
+                               "ft_minus_zero_shot": {"variant": "v +ft10", "difference": -0.01, "low": -0.03,
+                                                      "high": -0.001}}},
+            "fmnist": {"v": {"ratio": 1.5, "ratio_low": 0.95, "ratio_high": 2.0}}}
+    assert agent_study_rows.bars(rows, "v") == [
+        ("at 5 local epochs: return at least 1.2x the best fixed policy's, interval above 1", True),
+        ("at 5 local epochs: v +ft10 minus v not worse (interval's upper bound >= 0)", False),
+        ("at 5 local epochs: v +ft10 better than v where v trails an agent trained there from scratch: not "
+         "measured (no --scratch epochs-5:NAME=GLOB)", None),
+        ("on Fashion-MNIST: return at least 1.2x the best fixed policy's, interval above 1", False)]
+    assert agent_study_page.policy_table("epochs-1", [])[0] == (
+        "**All policies, setting `epochs-1`** (the training federation with 1 local epoch per round (the probing "
+        "epoch only)):")
