@@ -10,16 +10,21 @@ The learned-agent bars (docs/results/learned-agent.md), measured for each learne
    bootstrap interval (:func:`fedenv.evaluation.paired.paired_interval`): "better" when it lies above 0;
 2. **spread**: the standard deviation of the per-run mean returns at most half the margin over the best
    fixed policy;
-3. **transfer**: at 4x and 8x the clients of training (the same candidates per round, drawn from the
-   larger pool; no retraining), the variant's return over the best fixed policy's at least 1.2, the
-   ratio's interval above 1 (FedMarl, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Fig. 7:
-   1.36x at 4K and 1.32x at 8K);
-4. **fine-tuning** (with ``--fine-tune-episodes N``; FedMarl, Sec. 5, Table 3: 10 episodes): at 4x and 8x,
-   ``VARIANT +ftN`` minus the zero-shot variant not worse (the interval's upper bound >= 0), and better
+3. **transfer**: in each transfer setting (no retraining), the variant's return over the best fixed
+   policy's at least 1.2, the ratio's interval above 1 (FedMarl, Zhang et al., AAAI 2022, arXiv
+   2201.02932, Sec. 5, Fig. 7: 1.36x at 4K and 1.32x at 8K);
+4. **fine-tuning** (with ``--fine-tune-episodes N``; FedMarl, Sec. 5, Table 3: 10 episodes): in each transfer
+   setting, ``VARIANT +ftN`` minus the zero-shot variant not worse (the interval's upper bound >= 0), and better
    (the interval above 0) where the zero-shot variant trails a variant trained there from scratch
    (``--scratch``; zero-shot minus scratch "worse"); without a scratch variant that half is not measured,
    and where zero-shot does not trail, it holds (no gap to close). Both differences are paired on the
    seeds with both sides' runs resampled (:func:`benchmarks.agent_study_rows.variant_differences`).
+
+The settings (:data:`benchmarks.agent_study_settings.SETTINGS`) are named transformations of the training
+federation: ``trained`` (none), ``4x`` and ``8x`` (that many times the clients, the same candidates per
+round, drawn from the larger pool), ``epochs-1`` and ``epochs-5`` (that many local epochs per round) and
+``fmnist`` (Fashion-MNIST from ``--data-root`` in place of the training dataset, the same model and number of
+training samples); ``--settings`` chooses among them (default: all, ``fmnist`` only with ``--data-root``).
 
 "Best" is best in hindsight by mean return on the same seeds, which favours the baselines. The fixed
 policies and schedules run once per setting, on the environment of the first variant with the fields a
@@ -40,8 +45,8 @@ Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of th
 the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
-evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, 8x under ``--quick``,
-no transfer variants) is refused.
+evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than
+trained and 4x under ``--quick``, no transfer variants) is refused.
 
 Under the bars, the page gives per setting an *all-policies* table
 (:func:`benchmarks.agent_study_rows.policy_rows`), read from the
@@ -58,7 +63,7 @@ under ``policies``, beside the variants' rows and differences.
         --scratch 4x:scratch-4x='runs/scratch-4x/seed_*/checkpoint.pt' --out results/agent_study --write
     python -m benchmarks.agent_study --quick --out results/agent_study_quick        # CI size (seconds)
 
-``--quick`` fine-tunes for 1 episode.
+``--quick`` evaluates the settings trained and 4x only and fine-tunes for 1 episode.
 """
 
 from __future__ import annotations
