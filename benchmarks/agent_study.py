@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the tables between the markers of --page and the short table into --readme")
     parser.add_argument("--page", default=str(PAGE), help="page with the learned-agent:start/end markers")
     parser.add_argument("--readme", default=str(README), help="README with the same markers (the short table)")
+    parser.add_argument("--readme-variants", nargs="+", default=None, metavar="NAME",
+                        help="the variants of README's short table, in this order (default: every variant; the "
+                             "page has them all)")
     parser.add_argument("--section", default=None, metavar="NAME",
                         help="write between the markers learned-agent-NAME:start/end (a second task's study) instead "
                              "of learned-agent:start/end")
@@ -284,7 +287,8 @@ def command_line(args: argparse.Namespace) -> str:
     """The command the page says generated it."""
     options = [*([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
-               *([f"--data-root {args.data_root}"] if args.data_root else [])]
+               *([f"--data-root {args.data_root}"] if args.data_root else []),
+               *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]
     return "python -m benchmarks.agent_study " + " ".join(
         ["--quick", *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])] if args.quick else [
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
@@ -313,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         study = load_study(args, out)
         pairs = parse_pairs(args.compare, list(study.runs))
+        unknown = sorted(set(args.readme_variants or ()) - set(study.runs))
+        if unknown:
+            raise ValueError(f"--readme-variants {' '.join(unknown)}: not a variant of --runs "
+                             f"({', '.join(study.runs)})")
     except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     rows: dict[str, dict[str, dict]] = {}
@@ -329,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences, "policies": policies})
     if args.write:
         try:
-            write_pages(Path(args.page), Path(args.readme), args.section, block, rows, command, commit)
+            write_pages(Path(args.page), Path(args.readme), args.section, block, rows, command, commit,
+                        args.readme_variants)
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
     return 0

@@ -111,12 +111,13 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
     return "\n".join(lines)
 
 
-def readme_table(rows: dict[str, dict[str, dict]]) -> str:
-    """README's short form: per variant, the margins of the trained setting, the transfer ratios and how
-    many bars it meets."""
+def readme_table(rows: dict[str, dict[str, dict]], variants: list[str] | None = None) -> str:
+    """README's short form: per variant (those of ``variants``, in their order; default every variant of
+    ``rows``), the margins of the trained setting, the transfer ratios and how many bars it meets."""
     lines = ["| learned variant | minus best fixed | minus best schedule | ratio to best fixed at 4x / 8x | bars met |",
              "|---|---|---|---|---|"]
-    variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+    if variants is None:
+        variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
     for variant in variants:
         trained = rows.get("trained", {}).get(variant, {})
         cells = []
@@ -135,10 +136,10 @@ def readme_table(rows: dict[str, dict[str, dict]]) -> str:
 
 
 def write_pages(page: Path, readme: Path, section: str | None, block: str, rows: dict[str, dict[str, dict]],
-                command: str, commit: str) -> None:
+                command: str, commit: str, readme_variants: list[str] | None = None) -> None:
     """Write ``block`` (:func:`markdown`) between the markers of ``section`` (:func:`markers`) in ``page``, and
-    :func:`readme_table` of ``rows`` with ``command`` and ``commit`` between the same markers of ``readme``;
-    neither file is written unless both have the start marker.
+    :func:`readme_table` of ``rows`` (its ``readme_variants``) with ``command`` and ``commit`` between the
+    same markers of ``readme``; neither file is written unless both have the start marker.
 
     Raises:
         ValueError: a file without the section's markers (naming it). FileNotFoundError: no such file.
@@ -148,5 +149,5 @@ def write_pages(page: Path, readme: Path, section: str | None, block: str, rows:
         if start not in path.read_text():
             raise ValueError(f"{path} has no {start} marker")
     write_between_markers(page, block, start, end)
-    write_between_markers(readme, f"{readme_table(rows)}\n\n(`{command}`, commit `{commit}`; [the bars and all "
-                          "settings](docs/results/learned-agent.md))", start, end)
+    write_between_markers(readme, f"{readme_table(rows, readme_variants)}\n\n(`{command}`, commit `{commit}`; "
+                          "[the bars and all settings](docs/results/learned-agent.md))", start, end)

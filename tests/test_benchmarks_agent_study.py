@@ -155,6 +155,8 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
             f"[{main_job['team_return_low']:.3f}, {main_job['team_return_high']:.3f}] | ") in text
     with pytest.raises(SystemExit):  # a transfer variant that is not a variant of the study
         agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants", "no-such-variant"])
+    with pytest.raises(SystemExit):  # nor a variant of README's short table
+        agent_study.main(["--quick", "--out", str(tmp_path), "--readme-variants", "no-such-variant"])
     shutil.rmtree(tmp_path / "4x")
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--transfer-variants"]) == 0
     assert list(json.loads((tmp_path / "rows.json").read_text())["rows"]) == ["trained"]
@@ -301,6 +303,9 @@ def test_the_fine_tuning_bars_follow_each_settings_ratio_and_unmeasured_bars_are
     assert [met for _, met in agent_study_rows.bars(rows, "v +ft10")] == [False]  # its own ratio at 4x
     table = agent_study_page.readme_table(rows).splitlines()
     assert table[2].endswith("| 5 of 8 |")  # 9 bars, one not measured
+    assert [line.split(" | ")[0] for line in table[2:]] == ["| v", "| v +ft10"]
+    only = agent_study_page.readme_table(rows, ["v +ft10"]).splitlines()
+    assert only[:2] == table[:2] and only[2:] == [table[3]]  # README's subset: that variant's row alone
     assert agent_study_page.BAR_STATES[None] == "not measured"
 
 
