@@ -22,6 +22,11 @@ BAR_STATES = {True: "met", False: "not met", None: "not measured"}
 """How the page writes a bar's state (:func:`benchmarks.agent_study_rows.bars`)."""
 
 
+def variants_of(rows: dict[str, dict[str, dict]]) -> list[str]:
+    """Every variant of ``rows`` (setting -> variant -> row), in the order they first appear."""
+    return list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+
+
 def markers(section: str | None) -> tuple[str, str]:
     """The page's start and end markers of ``section`` (None: :data:`START`, :data:`END`)."""
     name = "learned-agent" if section is None else f"learned-agent-{section}"
@@ -97,7 +102,7 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
     for setting, by_variant in rows.items():
         table = fine_tune_table(setting, by_variant)
         lines += ["", *table] if table else []
-    variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+    variants = variants_of(rows)
     for variant in variants:
         lines += ["", f"Bars for `{variant}`:", ""]
         lines += [f"- {BAR_STATES[met]}: {text}" for text, met in bars(rows, variant)]
@@ -117,7 +122,7 @@ def readme_table(rows: dict[str, dict[str, dict]], variants: list[str] | None = 
     lines = ["| learned variant | minus best fixed | minus best schedule | ratio to best fixed at 4x / 8x | bars met |",
              "|---|---|---|---|---|"]
     if variants is None:
-        variants = list(dict.fromkeys(v for by_variant in rows.values() for v in by_variant))
+        variants = variants_of(rows)
     for variant in variants:
         trained = rows.get("trained", {}).get(variant, {})
         cells = []
