@@ -201,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the tables between the markers of --page and the short table into --readme")
     parser.add_argument("--page", default=str(PAGE), help="page with the learned-agent:start/end markers")
     parser.add_argument("--readme", default=str(README), help="README with the same markers (the short table)")
+    parser.add_argument("--no-readme", action="store_true",
+                        help="with --write, write the page only (a study whose short table is not in README)")
     parser.add_argument("--readme-variants", nargs="+", default=None, metavar="NAME",
                         help="the variants of README's short table, in this order (default: every variant; the "
                              "page has them all)")
@@ -294,7 +296,8 @@ def command_line(args: argparse.Namespace) -> str:
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
             *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
               if args.transfer_variants is not None else []), *options,
-            *([f"--section {args.section}"] if args.section else []), f"--out {args.out}"])
+            *([f"--section {args.section}"] if args.section else []),
+            *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     if needing and not args.data_root:
         parser.error(f"--settings {' '.join(needing)}: needs --data-root DIR (the folder its dataset is read from, "
                      "in torchvision's layout)")
+    if args.no_readme and args.readme_variants:
+        parser.error("--readme-variants with --no-readme: no README table is written")
     if args.episodes < 2:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
     if args.fine_tune_episodes < 0:
@@ -337,8 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(out / "rows.json", {"rows": rows, "differences": differences, "policies": policies})
     if args.write:
         try:
-            write_pages(Path(args.page), Path(args.readme), args.section, block, rows, command, commit,
-                        args.readme_variants)
+            write_pages(Path(args.page), None if args.no_readme else Path(args.readme), args.section, block, rows,
+                        command, commit, args.readme_variants)
         except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
     return 0

@@ -140,19 +140,21 @@ def readme_table(rows: dict[str, dict[str, dict]], variants: list[str] | None = 
 
 
 
-def write_pages(page: Path, readme: Path, section: str | None, block: str, rows: dict[str, dict[str, dict]],
+def write_pages(page: Path, readme: Path | None, section: str | None, block: str, rows: dict[str, dict[str, dict]],
                 command: str, commit: str, readme_variants: list[str] | None = None) -> None:
     """Write ``block`` (:func:`markdown`) between the markers of ``section`` (:func:`markers`) in ``page``, and
     :func:`readme_table` of ``rows`` (its ``readme_variants``) with ``command`` and ``commit`` between the
-    same markers of ``readme``; neither file is written unless both have the start marker.
+    same markers of ``readme`` (None: the page only); neither file is written unless both have the start marker.
 
     Raises:
         ValueError: a file without the section's markers (naming it). FileNotFoundError: no such file.
     """
     start, end = markers(section)
-    for path in (page, readme):
+    paths = [page] if readme is None else [page, readme]
+    for path in paths:
         if start not in path.read_text():
             raise ValueError(f"{path} has no {start} marker")
     write_between_markers(page, block, start, end)
-    write_between_markers(readme, f"{readme_table(rows, readme_variants)}\n\n(`{command}`, commit `{commit}`; "
-                          "[the bars and all settings](docs/results/learned-agent.md))", start, end)
+    if readme is not None:
+        write_between_markers(readme, f"{readme_table(rows, readme_variants)}\n\n(`{command}`, commit `{commit}`; "
+                              "[the bars and all settings](docs/results/learned-agent.md))", start, end)

@@ -130,6 +130,12 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     readme.write_text(f"intro\n{agent_study_page.START}\n{agent_study_page.END}\n")
     assert agent_study.main(write) == 0
     assert "| main-job | " in readme.read_text() and "| trained | main-job | 2 x 2 |" in page.read_text()
+    readme.write_text("no markers\n")  # --no-readme: the page alone, README neither needed nor touched
+    page.write_text(f"{agent_study_page.START}\nold\n{agent_study_page.END}\n")
+    assert agent_study.main([*write, "--no-readme"]) == 0
+    assert readme.read_text() == "no markers\n" and "| trained | main-job | 2 x 2 |" in page.read_text()
+    with pytest.raises(SystemExit):  # README's variants without README
+        agent_study.main([*write, "--no-readme", "--readme-variants", "main-job"])
     # the all-policies table, from the same episodes: every policy's plain mean per metric; with 2 seeds
     # (and at most 2 runs) each single value is a resample of probability >= 1/16 > 2.5 %, so the 95 %
     # percentile interval runs from the smallest value to the largest
