@@ -286,8 +286,10 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The command the page says generated it."""
-    options = [*([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
+    """The command the page says generated it (``--settings`` where it is not the default)."""
+    chosen = args.settings != default_settings(args.data_root)
+    options = [*([f"--settings {' '.join(args.settings)}"] if chosen else []),
+               *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
                *([f"--data-root {args.data_root}"] if args.data_root else []),
                *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]

@@ -500,3 +500,15 @@ def test_the_bars_and_headings_of_a_new_transfer_setting_use_its_registry_entry(
     assert agent_study_page.policy_table("epochs-1", [])[0] == (
         "**All policies, setting `epochs-1`** (the training federation with 1 local epoch per round (the probing "
         "epoch only)):")
+
+
+def test_the_generated_command_names_settings_other_than_the_default():
+    parser = agent_study.build_parser()
+    base = ["--runs", "v=runs/v/seed_*/best.pt", "--out", "results/x"]
+    default = parser.parse_args(base)
+    default.settings = agent_study.default_settings(None)
+    assert agent_study.command_line(default) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
+                                                "--out results/x")
+    chosen = parser.parse_args([*base, "--settings", "trained", "8x"])
+    assert agent_study.command_line(chosen) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
+                                               "--settings trained 8x --out results/x")
