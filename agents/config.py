@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from agents.mixers import MIXERS
+from agents.networks import Q_NETWORKS
 from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
 
@@ -73,6 +74,10 @@ class VDNConfig:
         "AAAI 2016; our default). Not in SB3's DQN")})
     reward_scale: float = field(default=10.0, metadata={"help": (
         "multiplies rewards inside the learner, > 0; Q values are in scaled units (our default). Not in SB3")})
+    q_network: str = field(default="mlp", metadata={"help": (
+        "the shared Q-network: mlp, each agent's values from its own observation (FedMarl's; the default), or "
+        "deepsets, from its own observation and a mean- and max-pooled embedding of the round's candidates "
+        "(Zaheer et al. 2017; agents/networks.py); hidden gives deepsets' embedding width, then its head's")})
     mixer: str = field(default="vdn", metadata={"help": (
         "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
         "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018; "
@@ -95,6 +100,7 @@ class VDNConfig:
     def validate(self) -> VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
         check_known(self.mixer, MIXERS, "vdn mixer")
+        check_known(self.q_network, Q_NETWORKS, "vdn q_network")
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
                      "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:

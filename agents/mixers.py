@@ -29,18 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agents.networks import pooled_state
 from fedenv.registry import Registry
-
-
-def pooled_state(obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
-    """``(B, K, d)`` observations, ``(B, K)`` candidate mask -> ``(B, 2d)`` mean and max over the
-    candidates (zeros for a round without candidates)."""
-    weight = candidate.unsqueeze(-1)
-    count = weight.sum(dim=1).clamp(min=1.0)
-    mean = (obs * weight).sum(dim=1) / count
-    maximum = obs.masked_fill(weight <= 0, float("-inf")).amax(dim=1)
-    maximum = torch.where(torch.isfinite(maximum), maximum, torch.zeros_like(maximum))
-    return torch.cat([mean, maximum], dim=-1)
 
 
 class QMixer(nn.Module):

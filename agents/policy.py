@@ -7,36 +7,38 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
-from agents.vdn import QNetwork
+from agents.networks import build_q_network
 from fedenv.baselines import Policy
 from fedenv.config import EnvConfig
 
 
 def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
     """The learner variant a checkpoint holds, for tables: its mixer (``vdn``: plain VDN), then each
-    lever that is on, joined by ``+``: ``context`` (``observation_context``), ``normalised``
-    (``observation_normalised``), ``no-probing`` (``probing=False``), e.g. ``qmix+context+no-probing``."""
-    levers = [("context", env_config.observation_context), ("normalised", env_config.observation_normalised),
-              ("no-probing", not env_config.probing)]
+    lever that is on, joined by ``+``: its Q-network where not ``mlp`` (``deepsets``), ``context``
+    (``observation_context``), ``normalised`` (``observation_normalised``), ``no-probing``
+    (``probing=False``), e.g. ``qmix+context+no-probing`` or ``vdn+deepsets+no-probing``."""
+    levers = [(vdn_config.q_network, vdn_config.q_network != "mlp"), ("context", env_config.observation_context),
+              ("normalised", env_config.observation_normalised), ("no-probing", not env_config.probing)]
     return "+".join([vdn_config.mixer, *(name for name, on in levers if on)])
 
 
 class GreedyPolicy(Policy):
-    """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network.
+    """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network (:mod:`agents.networks`).
 
     It plays in the probing mode it was trained in (``probes = env_config.probing``): an agent trained
     with ``--no-probing`` observes what each candidate reported when it last took part, and is charged
     no probing epoch in evaluation either.
 
     Args:
-        q: the trained Q-network. feature_names: observation layout it was trained on.
+        q: the trained Q-network (``(obs (K, d), candidate (K,)) -> (K, 2)``).
+        feature_names: observation layout it was trained on.
         env_config: the environment it was trained in (evaluate.py rebuilds it from here).
         variant: the learner variant (:func:`variant_name`), printed by evaluate.py.
     """
 
     name = "vdn"
 
-    def __init__(self, q: QNetwork, feature_names: list[str], env_config: EnvConfig, variant: str = "vdn"):
+    def __init__(self, q: torch.nn.Module, feature_names: list[str], env_config: EnvConfig, variant: str = "vdn"):
         self.probes = bool(env_config.probing)
         self.variant = variant
         self.q = q.eval()
@@ -51,7 +53,8 @@ class GreedyPolicy(Policy):
             FileNotFoundError, ValueError: see :func:`~agents.checkpoint.load_checkpoint`.
         """
         document = load_checkpoint(path)
-        q = QNetwork(len(document["feature_names"]), document["vdn_config"].hidden)
+        config = document["vdn_config"]
+        q = build_q_network(config.q_network, len(document["feature_names"]), config.hidden)
         q.load_state_dict(document["q_state"])
         return cls(q, document["feature_names"], document["env_config"],
                    variant_name(document["vdn_config"], document["env_config"]))
@@ -70,6 +73,6 @@ class GreedyPolicy(Policy):
         obs = np.stack([observations[a]["observation"] for a in agents])
         mask = np.stack([observations[a]["action_mask"] for a in agents])
         with torch.no_grad():
-            q = self.q(torch.as_tensor(obs)).numpy()
+            q = self.q(torch.as_tensor(obs), torch.as_tensor(mask[:, 1], dtype=torch.float32)).numpy()
         best = np.where(mask > 0, q, -np.inf).argmax(axis=1)
         return {agent: int(b) for agent, b, allowed in zip(agents, best, mask[:, 1]) if allowed}

@@ -37,13 +37,14 @@ from agents.callbacks import (
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.episodes import EpisodeSummary, RunningEpisode
+from agents.networks import build_q_network
 from agents.policy import GreedyPolicy, variant_name
 from agents.ray_training import ray_source
 from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
 from agents.rollout import TRAINING_TEST_REPORTS, LocalSource, RolloutSource, exploration_epsilon
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
-from agents.vdn import QNetwork, VDNLearner
+from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions
 from fedenv.env import ClientSelectionEnv
@@ -270,14 +271,17 @@ class Trainer:
         less exploration).
 
         Raises:
-            ValueError: the checkpoint's observation layout or hidden widths differ from this run's (names
-                the features or widths that differ).
+            ValueError: the checkpoint's observation layout, Q-network or hidden widths differ from this
+                run's (names the features, networks or widths that differ).
         """
         theirs, ours = list(document["feature_names"]), list(self.env.feature_names)
         if theirs != ours:
             raise ValueError(f"the checkpoint's observation layout differs from this env's: only in the checkpoint "
                              f"{[f for f in theirs if f not in ours]}, only in the env "
                              f"{[f for f in ours if f not in theirs]}; checkpoint order {theirs}, env order {ours}")
+        if document["vdn_config"].q_network != self.vdn_config.q_network:
+            raise ValueError(f"the checkpoint's Q-network is {document['vdn_config'].q_network!r}, this run's "
+                             f"{self.vdn_config.q_network!r} (set --vdn-q-network to match)")
         if tuple(document["vdn_config"].hidden) != tuple(self.vdn_config.hidden):
             raise ValueError(f"the checkpoint's Q-network has hidden widths {tuple(document['vdn_config'].hidden)}, "
                              f"this run {tuple(self.vdn_config.hidden)} (set --vdn-hidden to match)")
@@ -292,7 +296,7 @@ class Trainer:
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (a CPU copy of the Q-network; building it draws from no global generator)."""
         with SeededDraws(0):  # its initial weights are overwritten below
-            q = QNetwork(self.learner.obs_dim, self.vdn_config.hidden)
+            q = build_q_network(self.vdn_config.q_network, self.learner.obs_dim, self.vdn_config.hidden)
         q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
         return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config))
 

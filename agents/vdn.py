@@ -11,7 +11,9 @@ with masked actions excluded from the argmax; truncation bootstraps, termination
 over the run's episodes (:func:`linear_epsilon`).
 With ``VDNConfig.mixer`` other than ``vdn`` (:mod:`agents.mixers`), the sums above become the mixer's
 ``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network.
-FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
+With ``VDNConfig.q_network`` other than ``mlp`` (:mod:`agents.networks`), ``Q(o_n, .)`` reads the round's
+other candidates too (``deepsets``: a pooled summary of them). FedMarl (arXiv 2201.02932) trains its client
+agents with VDN and one shared MLP.
 """
 
 from __future__ import annotations
@@ -25,27 +27,12 @@ from torch import nn
 
 from agents.config import VDNConfig
 from agents.mixers import MIXERS
+from agents.networks import build_q_network
 from agents.replay import Batch
 from fedenv.models.seeding import SeededDraws
 
 MIXER_SEED_OFFSET = 1 << 32
 """The mixer's weights are drawn from seed ``seed + MIXER_SEED_OFFSET``, apart from the Q-network's."""
-
-
-class QNetwork(nn.Module):
-    """Shared per-agent Q-network: MLP ``(..., d) -> (..., 2)``."""
-
-    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
-        super().__init__()
-        layers, width = [], obs_dim
-        for size in hidden:
-            layers += [nn.Linear(width, size), nn.ReLU()]
-            width = size
-        layers.append(nn.Linear(width, 2))
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net(obs)
 
 
 def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -79,7 +66,7 @@ class VDNLearner:
         self.device = torch.device(device)
         self.obs_dim = obs_dim
         with SeededDraws(seed):  # the weights of torch.manual_seed(seed); the global RNG is left alone
-            self.q = QNetwork(obs_dim, tuple(config.hidden)).to(self.device)
+            self.q = build_q_network(config.q_network, obs_dim, config.hidden).to(self.device)
         self.target = copy.deepcopy(self.q)
         with SeededDraws(seed + MIXER_SEED_OFFSET):  # its own stream: the Q-network is the same with any mixer
             self.mixer = MIXERS[config.mixer](obs_dim, config.mixing_embed_dim)
@@ -95,16 +82,18 @@ class VDNLearner:
         self.last_td_errors: np.ndarray | None = None
         self.rng = np.random.default_rng(seed)
 
-    def q_values(self, obs: np.ndarray, q: QNetwork | None = None) -> np.ndarray:
-        """``Q(o_n, .)`` for ``(K, d)`` observations -> ``(K, 2)``, with ``q`` (default: the online network)."""
+    def q_values(self, obs: np.ndarray, mask: np.ndarray, q: nn.Module | None = None) -> np.ndarray:
+        """``Q(o_n, .)`` for ``(K, d)`` observations and ``(K, 2)`` action masks -> ``(K, 2)``, with ``q``
+        (default: the online network)."""
         with torch.no_grad():
-            return (self.q if q is None else q)(torch.as_tensor(obs, device=self.device)).cpu().numpy()
+            obs, mask = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
+            return (self.q if q is None else q)(obs, mask[..., 1]).cpu().numpy()
 
-    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: QNetwork | None = None) -> np.ndarray:
+    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None) -> np.ndarray:
         """Epsilon-greedy joint action ``(K,)``: each agent independently explores with probability
         ``epsilon`` among its allowed actions; masked actions are never chosen. ``q``: the network that
         acts (default: the online network; an actor's copy of it when the learner trains meanwhile)."""
-        q = np.where(mask > 0, self.q_values(obs, q), -np.inf)
+        q = np.where(mask > 0, self.q_values(obs, mask, q), -np.inf)
         actions = q.argmax(axis=1)
         explore = self.rng.random(len(actions)) < epsilon
         random_actions = (self.rng.random(len(actions)) < 0.5).astype(np.int64) * (mask[:, 1] > 0)
@@ -114,9 +103,9 @@ class VDNLearner:
         """``(B,)`` targets ``y`` (module docstring), rewards multiplied by ``reward_scale``."""
         with torch.no_grad():
             next_candidates = batch.next_mask[..., 1]
-            q_target = self.target(batch.next_obs)
+            q_target = self.target(batch.next_obs, next_candidates)
             if self.config.double_q:
-                best = masked_argmax(self.q(batch.next_obs), batch.next_mask)
+                best = masked_argmax(self.q(batch.next_obs, next_candidates), batch.next_mask)
             else:
                 best = masked_argmax(q_target, batch.next_mask)
             next_q = q_target.gather(-1, best.unsqueeze(-1)).squeeze(-1) * next_candidates
@@ -126,7 +115,7 @@ class VDNLearner:
 
     def q_tot(self, batch: Batch) -> torch.Tensor:
         """``(B,)`` ``Q_tot`` of the taken joint actions: summed over candidates, or mixed by the mixer."""
-        chosen = self.q(batch.obs).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
+        chosen = self.q(batch.obs, batch.mask[..., 1]).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
         if self.mixer is None:
             return (chosen * batch.mask[..., 1]).sum(dim=1)
         return self.mixer(chosen * batch.mask[..., 1], batch.mask[..., 1], batch.obs)

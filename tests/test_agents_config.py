@@ -31,7 +31,7 @@ NEW_NAMES = VDNConfig(hidden=(32,), learning_rate=1e-3, gamma=0.9, n_step=2, bat
 def test_fields_use_the_sb3_names_and_every_field_has_help():
     fields = {f.name: f for f in dataclasses.fields(VDNConfig)}
     assert set(SB3_DQN_NAMES) <= set(fields)
-    assert set(fields) - set(SB3_DQN_NAMES) == {"n_step", "double_q", "hidden", "reward_scale", "mixer",
+    assert set(fields) - set(SB3_DQN_NAMES) == {"n_step", "double_q", "hidden", "reward_scale", "mixer", "q_network",
                                                 "mixing_embed_dim", "prioritized_replay", "prioritized_replay_alpha",
                                                 "prioritized_replay_beta", "prioritized_replay_eps"}
     for name, f in fields.items():

@@ -90,7 +90,7 @@ def test_the_default_learner_has_no_mixer_and_sums():
     learner = VDNLearner(4, VDNConfig(hidden=(8,)))
     assert learner.mixer is None and "mixer" not in learner.state_dict()
     b = batch()
-    chosen = learner.q(b.obs).gather(-1, b.actions.unsqueeze(-1)).squeeze(-1)
+    chosen = learner.q(b.obs, b.mask[..., 1]).gather(-1, b.actions.unsqueeze(-1)).squeeze(-1)
     torch.testing.assert_close(learner.q_tot(b), chosen[:, 1:].sum(dim=1))
 
 

@@ -30,7 +30,7 @@ def one_transition_batch(terminated, truncated, reward=0.0, gamma=0.9):
 def test_c8_truncation_bootstraps_and_termination_does_not():
     learner = VDNLearner(D, VDNConfig(reward_scale=1.0), seed=0)
     batch, next_obs, next_mask = one_transition_batch(terminated=False, truncated=True)
-    q_next = learner.target(torch.as_tensor(next_obs)).detach().numpy()
+    q_next = learner.target(torch.as_tensor(next_obs), torch.as_tensor(next_mask[:, 1])).detach().numpy()
     expected = 0.9 * sum(q_next[n].max() for n in range(K) if next_mask[n, 1])
     assert learner.td_target(batch).item() == pytest.approx(expected, rel=1e-6)
     assert expected != 0.0
@@ -46,8 +46,9 @@ def test_double_q_takes_the_online_argmax_and_ignores_masked_actions():
         for p in learner.target.parameters():
             p.add_(torch.randn_like(p))  # target differs from online
     batch, next_obs, next_mask = one_transition_batch(terminated=False, truncated=True)
-    online = learner.q(torch.as_tensor(next_obs)).detach().numpy()
-    target = learner.target(torch.as_tensor(next_obs)).detach().numpy()
+    candidate = torch.as_tensor(next_mask[:, 1])
+    online = learner.q(torch.as_tensor(next_obs), candidate).detach().numpy()
+    target = learner.target(torch.as_tensor(next_obs), candidate).detach().numpy()
     expected = 0.9 * sum(target[n, online[n].argmax()] for n in range(K) if next_mask[n, 1])
     assert learner.td_target(batch).item() == pytest.approx(expected, rel=1e-6)
 
@@ -73,7 +74,7 @@ def test_the_optimiser_gets_the_configured_learning_rate():
 
 
 def test_learner_weights_are_those_of_manual_seed_and_leave_the_global_rng_alone():
-    from agents.vdn import QNetwork
+    from agents.networks import QNetwork
 
     state = torch.get_rng_state()
     learner = VDNLearner(5, VDNConfig(hidden=(8,)), "cpu", seed=3)

@@ -35,7 +35,7 @@ def probing_fedavg_registered():
 
 @pytest.mark.parametrize("trained_probing", [True, False])
 def test_a_learned_policy_plays_in_the_mode_it_was_trained_in_and_baselines_do_not_probe(trained_probing):
-    from agents.vdn import QNetwork
+    from agents.networks import QNetwork
 
     trained_in = EnvConfig(probing=trained_probing)
     greedy = GreedyPolicy(QNetwork(17, (8,)), [f"f{i}" for i in range(17)], trained_in)

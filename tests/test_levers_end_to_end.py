@@ -13,6 +13,7 @@ import train_agents
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import VDNConfig
 from agents.mixers import MIXERS
+from agents.networks import Q_NETWORKS
 from agents.policy import GreedyPolicy, variant_name
 from agents.trainer import Trainer
 from fedenv.config import EnvConfig
@@ -21,11 +22,12 @@ from tests.test_train_agents_runs import TINY_FLAGS
 
 OBSERVATION_OPTIONS = ("observation_context", "observation_normalised")
 VARIANTS = ([["--vdn-mixer", name] for name in MIXERS if name != "vdn"]
+            + [["--vdn-q-network", name] for name in Q_NETWORKS if name != "mlp"]
             + [["--" + option.replace("_", "-")] for option in OBSERVATION_OPTIONS] + [["--no-probing"]])
 
 
 def test_every_lever_is_off_by_default():
-    assert VDNConfig().mixer == "vdn"
+    assert VDNConfig().mixer == "vdn" and VDNConfig().q_network == "mlp"
     assert not any(getattr(EnvConfig(), option) for option in OBSERVATION_OPTIONS)
     assert EnvConfig().probing
     assert variant_name(VDNConfig(), EnvConfig()) == "vdn"
@@ -34,6 +36,7 @@ def test_every_lever_is_off_by_default():
 def test_the_variant_names_each_lever_that_is_on():
     name = variant_name(VDNConfig(mixer="qmix"), EnvConfig(observation_context=True, probing=False))
     assert name == "qmix+context+no-probing"
+    assert variant_name(VDNConfig(q_network="deepsets"), EnvConfig(probing=False)) == "vdn+deepsets+no-probing"
 
 
 @pytest.mark.parametrize("flags", VARIANTS, ids=lambda flags: "".join(flags).strip("-"))
@@ -46,8 +49,8 @@ def test_a_variant_trains_checkpoints_and_evaluates(flags, tmp_path, capsys):
     assert ("mixer_state" in document) is (document["vdn_config"].mixer != "vdn")
     trainer = Trainer(document["env_config"], document["vdn_config"], episodes=2)
     trainer.restore(document)  # the whole training state reads back
-    obs = torch.rand(5, len(document["feature_names"]))
-    torch.testing.assert_close(trainer.learner.q(obs), policy.q(obs), rtol=0, atol=0)
+    obs, candidate = torch.rand(5, len(document["feature_names"])), torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
+    torch.testing.assert_close(trainer.learner.q(obs, candidate), policy.q(obs, candidate), rtol=0, atol=0)
     capsys.readouterr()
     out = tmp_path / "eval"
     assert evaluate.main(["--checkpoint", str(run / "checkpoint.pt"), "--policies", "fedavg,vdn", "--seeds", "3",

@@ -1,0 +1,99 @@
+"""Q-networks shared by all agents: ``(obs (..., K, d), candidate (..., K)) -> Q (..., K, 2)``.
+
+``mlp``: each agent's values from its own observation alone, ``Q(o_n, .)``; the default, FedMarl's
+shared MLP (arXiv 2201.02932) and the network of every result before the set network.
+
+``deepsets``: each agent's values from its own observation and a pooled summary of the round's
+candidates, permutation-equivariant over the candidate set (DeepSets, Zaheer et al., NeurIPS 2017,
+Eq. 4 and Lemma 3: ``f(x)_n = rho(phi(x_n), pool_m phi(x_m))``; the local-plus-global concatenation
+of PointNet's segmentation network, Qi et al., CVPR 2017, Fig. 2)::
+
+    e_n  = relu(W_phi o_n + b_phi)                                  (H1,)  H1 = hidden[0]
+    p    = [mean over candidates m of e_m, max over candidates m of e_m]   (2 H1,)
+    Q_n  = rho([e_n, p])                                            (2,)   rho: MLP of widths hidden[1:]
+
+The pool runs over the candidates only (non-candidates neither enter it nor have a choice), so an agent
+decides knowing the round's other candidates (the slowest of them through the max, how many through
+nothing: mean and max do not count), and one network serves any number of clients and candidates: the
+pool has the same size for every K. Acting stays per agent (each candidate's argmax of its own
+``Q_n``), so it works under every mixer of :mod:`agents.mixers`.
+
+A network is built by a factory registered in :data:`Q_NETWORKS`: ``factory(obs_dim, hidden) ->
+nn.Module`` (``VDNConfig.q_network``, ``VDNConfig.hidden``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fedenv.registry import Registry
+
+
+def mlp(width: int, hidden: tuple[int, ...], out: int) -> nn.Sequential:
+    """Linear layers of widths ``hidden`` with ReLU between, from ``width`` inputs to ``out`` outputs."""
+    layers = []
+    for size in hidden:
+        layers += [nn.Linear(width, size), nn.ReLU()]
+        width = size
+    layers.append(nn.Linear(width, out))
+    return nn.Sequential(*layers)
+
+
+def pooled_state(x: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+    """``(..., K, f)`` per-agent features, ``(..., K)`` candidate mask -> ``(..., 2f)`` their mean and
+    max over the candidates (zeros for a round without candidates)."""
+    weight = candidate.to(x.dtype).unsqueeze(-1)
+    count = weight.sum(dim=-2).clamp(min=1.0)
+    mean = (x * weight).sum(dim=-2) / count
+    maximum = x.masked_fill(weight <= 0, float("-inf")).amax(dim=-2)
+    maximum = torch.where(torch.isfinite(maximum), maximum, torch.zeros_like(maximum))
+    return torch.cat([mean, maximum], dim=-1)
+
+
+class QNetwork(nn.Module):
+    """``mlp``: the per-agent MLP ``o_n -> Q(o_n, .)`` (module docstring); ``candidate`` is not read."""
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
+        super().__init__()
+        self.net = mlp(obs_dim, tuple(hidden), 2)
+
+    def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        """``(..., K, d)``, ``(..., K)`` -> ``(..., K, 2)``."""
+        return self.net(obs)
+
+
+class DeepSetsQNetwork(nn.Module):
+    """``deepsets``: the permutation-equivariant set network of the module docstring.
+
+    Args:
+        obs_dim: observation size d. hidden: ``hidden[0]`` is the embedding width H1 of ``phi``, the
+            rest the widths of ``rho``'s hidden layers (``(64, 64)``: ``phi`` d -> 64, ``rho`` 192 -> 64 -> 2).
+    """
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
+        super().__init__()
+        embed, *rest = tuple(hidden)
+        self.phi = nn.Sequential(nn.Linear(obs_dim, embed), nn.ReLU())
+        self.rho = mlp(3 * embed, tuple(rest), 2)
+
+    def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        """``(..., K, d)``, ``(..., K)`` candidate mask (1: a candidate) -> ``(..., K, 2)``."""
+        embedding = self.phi(obs)
+        pool = pooled_state(embedding, candidate).unsqueeze(-2).expand(*embedding.shape[:-1], -1)
+        return self.rho(torch.cat([embedding, pool], dim=-1))
+
+
+Q_NETWORKS: Registry = Registry("Q-network")
+"""Q-network name -> ``factory(obs_dim, hidden) -> nn.Module`` (``VDNConfig.q_network``)."""
+Q_NETWORKS.register("mlp", QNetwork)
+Q_NETWORKS.register("deepsets", DeepSetsQNetwork)
+
+
+def build_q_network(name: str, obs_dim: int, hidden: tuple[int, ...]) -> nn.Module:
+    """The registered Q-network ``name`` for observations of size ``obs_dim``.
+
+    Raises:
+        ValueError: ``name`` is not registered (lists the registered names).
+    """
+    return Q_NETWORKS.get(name)(obs_dim, tuple(hidden))

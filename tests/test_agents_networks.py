@@ -1,0 +1,119 @@
+"""The shared Q-networks (agents/networks.py): shapes, permutation equivariance, the candidate pool, and the
+set network against a plain per-agent loop."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agents.config import VDNConfig
+from agents.networks import Q_NETWORKS, DeepSetsQNetwork, build_q_network
+from agents.trainer import Trainer
+from tests.helpers import tiny_config
+
+D = 3
+
+
+def networks() -> list:
+    """Every registered Q-network, built for d = 3 with two hidden layers of 8."""
+    torch.manual_seed(0)
+    return [(name, build_q_network(name, D, (8, 8))) for name in Q_NETWORKS]
+
+
+def inputs(b=4, k=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    candidate = torch.ones(b, k)
+    candidate[:, 0] = 0.0  # client 0 is no candidate
+    return torch.rand(b, k, D, generator=g), candidate
+
+
+@pytest.mark.parametrize("name,network", networks())
+def test_values_follow_their_client_when_the_clients_are_reordered(name, network):
+    obs, candidate = inputs()
+    q = network(obs, candidate)
+    assert q.shape == (4, 5, 2)
+    order = torch.tensor([3, 0, 4, 1, 2])
+    torch.testing.assert_close(network(obs[:, order], candidate[:, order]), q[:, order])
+
+
+@pytest.mark.parametrize("name,network", networks())
+def test_a_non_candidates_observation_changes_no_candidates_values(name, network):
+    obs, candidate = inputs()
+    changed = obs.clone()
+    changed[:, 0] += 5.0
+    torch.testing.assert_close(network(changed, candidate)[:, 1:], network(obs, candidate)[:, 1:])
+
+
+def test_the_set_network_equals_a_loop_over_agents_with_the_pool_worked_by_hand():
+    torch.manual_seed(1)
+    network = DeepSetsQNetwork(D, (6, 5))
+    obs, candidate = inputs(b=1, k=4, seed=2)
+    q = network(obs, candidate)[0]
+    embeddings = [network.phi(obs[0, n]) for n in range(4)]
+    members = [e for e, c in zip(embeddings, candidate[0]) if c > 0]
+    mean = sum(members) / len(members)
+    maximum = torch.stack([torch.stack(members)[:, j].max() for j in range(6)])
+    for n in range(4):
+        torch.testing.assert_close(q[n], network.rho(torch.cat([embeddings[n], mean, maximum])))
+
+
+def test_the_set_network_reads_the_other_candidates_and_the_mlp_does_not():
+    obs, candidate = inputs()
+    changed = obs.clone()
+    changed[:, 1] += 1.0  # another candidate's observation
+    for name, network in networks():
+        moved = (network(changed, candidate)[:, 2:] - network(obs, candidate)[:, 2:]).abs().max()
+        assert bool(moved > 1e-4) is (name == "deepsets"), name
+
+
+def test_one_set_network_serves_any_number_of_candidates():
+    """Mean and max of a set are those of the set repeated: a federation of twice the clients with every
+    candidate doubled gives each of them the values it had."""
+    torch.manual_seed(0)
+    network = DeepSetsQNetwork(D, (8, 8))
+    obs, candidate = inputs(k=4)
+    doubled = network(obs.repeat(1, 2, 1), candidate.repeat(1, 2))
+    torch.testing.assert_close(doubled[:, :4], network(obs, candidate))
+    torch.testing.assert_close(doubled[:, 4:], network(obs, candidate))
+
+
+def test_a_round_without_candidates_gives_finite_values():
+    torch.manual_seed(0)
+    obs, _ = inputs()
+    assert torch.isfinite(DeepSetsQNetwork(D, (8,))(obs, torch.zeros(4, 5))).all()
+
+
+def test_the_set_network_learns_a_value_set_by_the_slowest_candidate_which_the_mlp_cannot():
+    """Target ``Q_n(., 1) = max over candidates of feature 0`` (a round's latency is a maximum): no function
+    of ``o_n`` alone fits it, the set network's max pool does."""
+    losses = {}
+    for name in Q_NETWORKS:
+        torch.manual_seed(0)
+        network = build_q_network(name, D, (16, 16))
+        optimiser = torch.optim.Adam(network.parameters(), lr=1e-2)
+        g = torch.Generator().manual_seed(1)
+        for _ in range(400):
+            obs = torch.rand(64, 5, D, generator=g)
+            candidate = (torch.rand(64, 5, generator=g) < 0.7).float()
+            candidate[:, 0] = 1.0
+            target = obs[..., 0].masked_fill(candidate <= 0, 0.0).amax(dim=1, keepdim=True).expand(-1, 5)
+            error = (network(obs, candidate)[..., 1] - target) * candidate
+            loss = (error ** 2).sum() / candidate.sum()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        losses[name] = float(loss.detach())
+    assert losses["deepsets"] < 0.2 * losses["mlp"], losses
+
+
+def test_an_unknown_network_is_refused_with_the_registered_names():
+    with pytest.raises(ValueError, match=f"q_network='gnn' is not known; allowed: {', '.join(Q_NETWORKS)}$"):
+        VDNConfig(q_network="gnn").validate()
+
+
+def test_fine_tuning_refuses_a_checkpoint_of_another_network():
+    source = Trainer(tiny_config(), VDNConfig(q_network="deepsets"), episodes=1)
+    document = {**source.policy_payload(), "vdn_config": source.vdn_config}
+    tuned = Trainer(tiny_config(), VDNConfig(), episodes=1)
+    with pytest.raises(ValueError, match="Q-network is 'deepsets', this run's 'mlp'"):
+        tuned.initialise_from(document)
