@@ -77,7 +77,8 @@ class VDNConfig:
     q_network: str = field(default="mlp", metadata={"help": (
         "the shared Q-network: mlp, each agent's values from its own observation (FedMarl's; the default), or "
         "deepsets, from its own observation and a mean- and max-pooled embedding of the round's candidates "
-        "(Zaheer et al. 2017; agents/networks.py); hidden gives deepsets' embedding width, then its head's")})
+        "(Zaheer et al. 2017), or attention, from a self-attention block over the round's candidates (Lee et "
+        "al. 2019; agents/networks.py); for both, hidden gives the embedding width, then the head's")})
     mixer: str = field(default="vdn", metadata={"help": (
         "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
         "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018; "

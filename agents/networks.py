@@ -12,11 +12,19 @@ of PointNet's segmentation network, Qi et al., CVPR 2017, Fig. 2)::
     p    = [mean over candidates m of e_m, max over candidates m of e_m]   (2 H1,)
     Q_n  = rho([e_n, p])                                            (2,)   rho: MLP of widths hidden[1:]
 
-The pool runs over the candidates only (non-candidates neither enter it nor have a choice), so an agent
-decides knowing the round's other candidates (the slowest of them through the max, how many through
-nothing: mean and max do not count), and one network serves any number of clients and candidates: the
-pool has the same size for every K. Acting stays per agent (each candidate's argmax of its own
-``Q_n``), so it works under every mixer of :mod:`agents.mixers`.
+``attention``: the pool is learned attention (one residual multi-head self-attention block over the
+candidates, the multihead attention block ``MAB(X, X)`` of the Set Transformer, Lee et al., ICML 2019,
+Eq. 6-8, without its layer norms)::
+
+    e_n  = relu(W_phi o_n + b_phi)                                  (H1,)
+    h_n  = e_n + MultiheadAttention(query e_n, keys and values e_m of the candidates m)   (H1,), 4 heads
+    Q_n  = rho(h_n)                                                 (2,)   rho: MLP of widths hidden[1:]
+
+In both set networks the pool runs over the candidates only (non-candidates neither enter it nor have a
+choice), so an agent decides knowing the round's other candidates (the slowest of them through the max or
+the attention weights; not how many: mean, max and attention do not count), and one network serves any
+number of clients and candidates: the pool has the same size for every K. Acting stays per agent (each
+candidate's argmax of its own ``Q_n``), so it works under every mixer of :mod:`agents.mixers`.
 
 A network is built by a factory registered in :data:`Q_NETWORKS`: ``factory(obs_dim, hidden) ->
 nn.Module`` (``VDNConfig.q_network``, ``VDNConfig.hidden``).
@@ -84,10 +92,42 @@ class DeepSetsQNetwork(nn.Module):
         return self.rho(torch.cat([embedding, pool], dim=-1))
 
 
+class AttentionQNetwork(nn.Module):
+    """``attention``: the candidates' self-attention network of the module docstring.
+
+    Args:
+        obs_dim: observation size d. hidden: ``hidden[0]`` is the embedding width H1 (a multiple of
+            ``num_heads``), the rest the widths of ``rho``'s hidden layers. num_heads: attention heads (4).
+
+    Raises:
+        ValueError: ``hidden[0]`` is not a multiple of ``num_heads``.
+    """
+
+    def __init__(self, obs_dim: int, hidden: tuple[int, ...], num_heads: int = 4):
+        super().__init__()
+        embed, *rest = tuple(hidden)
+        if embed % num_heads:
+            raise ValueError(f"attention Q-network: the embedding width hidden[0]={embed} must be a multiple of "
+                             f"its {num_heads} heads")
+        self.phi = nn.Sequential(nn.Linear(obs_dim, embed), nn.ReLU())
+        self.attention = nn.MultiheadAttention(embed, num_heads, batch_first=True)
+        self.rho = mlp(embed, tuple(rest), 2)
+
+    def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        """``(..., K, d)``, ``(..., K)`` candidate mask (1: a candidate) -> ``(..., K, 2)``."""
+        lead, k = obs.shape[:-2], obs.shape[-2]
+        embedding = self.phi(obs.reshape(-1, k, obs.shape[-1]))
+        ignored = candidate.reshape(-1, k) <= 0
+        ignored = ignored & ~ignored.all(dim=-1, keepdim=True)  # no candidates: attend to all (values unused)
+        attended, _ = self.attention(embedding, embedding, embedding, key_padding_mask=ignored, need_weights=False)
+        return self.rho(embedding + attended).reshape(*lead, k, 2)
+
+
 Q_NETWORKS: Registry = Registry("Q-network")
 """Q-network name -> ``factory(obs_dim, hidden) -> nn.Module`` (``VDNConfig.q_network``)."""
 Q_NETWORKS.register("mlp", QNetwork)
 Q_NETWORKS.register("deepsets", DeepSetsQNetwork)
+Q_NETWORKS.register("attention", AttentionQNetwork)
 
 
 def build_q_network(name: str, obs_dim: int, hidden: tuple[int, ...]) -> nn.Module:

@@ -57,35 +57,37 @@ def test_the_set_network_equals_a_loop_over_agents_with_the_pool_worked_by_hand(
         torch.testing.assert_close(q[n], network.rho(torch.cat([embeddings[n], mean, maximum])))
 
 
-def test_the_set_network_reads_the_other_candidates_and_the_mlp_does_not():
+def test_the_set_networks_read_the_other_candidates_and_the_mlp_does_not():
     obs, candidate = inputs()
     changed = obs.clone()
     changed[:, 1] += 1.0  # another candidate's observation
     for name, network in networks():
         moved = (network(changed, candidate)[:, 2:] - network(obs, candidate)[:, 2:]).abs().max()
-        assert bool(moved > 1e-4) is (name == "deepsets"), name
+        assert bool(moved > 1e-4) is (name != "mlp"), name
 
 
-def test_one_set_network_serves_any_number_of_candidates():
-    """Mean and max of a set are those of the set repeated: a federation of twice the clients with every
-    candidate doubled gives each of them the values it had."""
+@pytest.mark.parametrize("name", [n for n in Q_NETWORKS if n != "mlp"])
+def test_one_set_network_serves_any_number_of_candidates(name):
+    """Mean, max and attention over a set are those over the set repeated: a federation of twice the clients
+    with every candidate doubled gives each of them the values it had."""
     torch.manual_seed(0)
-    network = DeepSetsQNetwork(D, (8, 8))
+    network = build_q_network(name, D, (8, 8))
     obs, candidate = inputs(k=4)
     doubled = network(obs.repeat(1, 2, 1), candidate.repeat(1, 2))
     torch.testing.assert_close(doubled[:, :4], network(obs, candidate))
     torch.testing.assert_close(doubled[:, 4:], network(obs, candidate))
 
 
-def test_a_round_without_candidates_gives_finite_values():
-    torch.manual_seed(0)
-    obs, _ = inputs()
-    assert torch.isfinite(DeepSetsQNetwork(D, (8,))(obs, torch.zeros(4, 5))).all()
+@pytest.mark.parametrize("name,network", networks())
+def test_a_round_without_candidates_gives_finite_values_and_one_agent_takes_no_batch_dimension(name, network):
+    obs, candidate = inputs()
+    assert torch.isfinite(network(obs, torch.zeros(4, 5))).all()
+    torch.testing.assert_close(network(obs[2], candidate[2]), network(obs, candidate)[2])
 
 
-def test_the_set_network_learns_a_value_set_by_the_slowest_candidate_which_the_mlp_cannot():
+def test_the_set_networks_learn_a_value_set_by_the_slowest_candidate_which_the_mlp_cannot():
     """Target ``Q_n(., 1) = max over candidates of feature 0`` (a round's latency is a maximum): no function
-    of ``o_n`` alone fits it, the set network's max pool does."""
+    of ``o_n`` alone fits it, the set networks' pools do."""
     losses = {}
     for name in Q_NETWORKS:
         torch.manual_seed(0)
@@ -103,7 +105,12 @@ def test_the_set_network_learns_a_value_set_by_the_slowest_candidate_which_the_m
             loss.backward()
             optimiser.step()
         losses[name] = float(loss.detach())
-    assert losses["deepsets"] < 0.2 * losses["mlp"], losses
+    assert all(losses[name] < 0.2 * losses["mlp"] for name in Q_NETWORKS if name != "mlp"), losses
+
+
+def test_an_attention_width_that_the_heads_do_not_divide_is_refused():
+    with pytest.raises(ValueError, match="hidden\\[0\\]=10 must be a multiple of its 4 heads"):
+        build_q_network("attention", D, (10, 8))
 
 
 def test_an_unknown_network_is_refused_with_the_registered_names():
