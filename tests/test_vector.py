@@ -26,9 +26,11 @@ BATCHNORM = tiny_config(model="resnet18", local_epochs=2, batch_size=8, partitio
 @pytest.mark.parametrize("config, seeds", [(CONFIG, [3, 11, 29]), (BATCHNORM, [3, 11])], ids=["mlp", "resnet18"])
 def test_vectorised_federations_equal_separate_envs(config, seeds):
     vector = VectorClientSelectionEnv(config, num_envs=len(seeds))
-    together = [vector.reset(seeds)]
+    together, weights = [vector.reset(seeds)], []
     for t in range(config.num_rounds):
         together.append(vector.step([actions_for(vector.possible_agents, t, k) for k in range(len(seeds))]))
+        weights.append([{name: tensor.clone() for name, tensor in env.simulator.federation.global_params.items()}
+                        for env in vector.envs])
     for k, seed in enumerate(seeds):
         alone = fedenv.parallel_env(config)
         observations, infos = alone.reset(seed=seed)
@@ -43,11 +45,13 @@ def test_vectorised_federations_equal_separate_envs(config, seeds):
             for name in output[0]:
                 assert np.allclose(output[0][name]["observation"], joint[0][name]["observation"], atol=1e-6)
                 assert output[4][name] == pytest.approx(joint[4][name])
-        # float32: a different number of clients changes the convolutions' summation order; BatchNorm over
-        # 8-sample batches amplifies that to ~5e-5 in ResNet-18's weights (about 1 in size) after two rounds
-        tolerance = 1e-6 if config.model == "mlp" else 2e-4
-        for name, tensor in alone.simulator.federation.global_params.items():
-            assert torch.allclose(tensor, vector.envs[k].simulator.federation.global_params[name], atol=tolerance), name
+            # float32: a different number of clients changes the convolutions' summation order, so after the
+            # first round the global weights differ by rounding only (measured: under 1e-8). In later rounds
+            # BatchNorm over 8-sample batches amplifies that in ResNet-18's weights (about 0.3 in size; after
+            # two rounds measured 5e-5 on one machine and 5e-4 on another, whose kernels round differently)
+            tolerance = 1e-6 if config.model == "mlp" or t == 0 else 2e-3
+            for name, tensor in alone.simulator.federation.global_params.items():
+                assert torch.allclose(tensor, weights[t][k][name], atol=tolerance), (t, name)
         for name, tensor in alone.simulator.federation.global_buffers.items():
             assert torch.allclose(tensor.double(), vector.envs[k].simulator.federation.global_buffers[name].double(),
                                   atol=tolerance), name
