@@ -32,13 +32,15 @@ nn.Module`` (``VDNConfig.q_network``, ``VDNConfig.hidden``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
 from fedenv.registry import Registry
 
 
-def mlp(width: int, hidden: tuple[int, ...], out: int) -> nn.Sequential:
+def mlp(width: int, hidden: Sequence[int], out: int) -> nn.Sequential:
     """Linear layers of widths ``hidden`` with ReLU between, from ``width`` inputs to ``out`` outputs."""
     layers = []
     for size in hidden:
@@ -62,9 +64,9 @@ def pooled_state(x: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
 class QNetwork(nn.Module):
     """``mlp``: the per-agent MLP ``o_n -> Q(o_n, .)`` (module docstring); ``candidate`` is not read."""
 
-    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
+    def __init__(self, obs_dim: int, hidden: Sequence[int]):
         super().__init__()
-        self.net = mlp(obs_dim, tuple(hidden), 2)
+        self.net = mlp(obs_dim, hidden, 2)
 
     def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
         """``(..., K, d)``, ``(..., K)`` -> ``(..., K, 2)``."""
@@ -79,11 +81,11 @@ class DeepSetsQNetwork(nn.Module):
             rest the widths of ``rho``'s hidden layers (``(64, 64)``: ``phi`` d -> 64, ``rho`` 192 -> 64 -> 2).
     """
 
-    def __init__(self, obs_dim: int, hidden: tuple[int, ...]):
+    def __init__(self, obs_dim: int, hidden: Sequence[int]):
         super().__init__()
-        embed, *rest = tuple(hidden)
+        embed, *rest = hidden
         self.phi = nn.Sequential(nn.Linear(obs_dim, embed), nn.ReLU())
-        self.rho = mlp(3 * embed, tuple(rest), 2)
+        self.rho = mlp(3 * embed, rest, 2)
 
     def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
         """``(..., K, d)``, ``(..., K)`` candidate mask (1: a candidate) -> ``(..., K, 2)``."""
@@ -103,15 +105,15 @@ class AttentionQNetwork(nn.Module):
         ValueError: ``hidden[0]`` is not a multiple of ``num_heads``.
     """
 
-    def __init__(self, obs_dim: int, hidden: tuple[int, ...], num_heads: int = 4):
+    def __init__(self, obs_dim: int, hidden: Sequence[int], num_heads: int = 4):
         super().__init__()
-        embed, *rest = tuple(hidden)
+        embed, *rest = hidden
         if embed % num_heads:
             raise ValueError(f"attention Q-network: the embedding width hidden[0]={embed} must be a multiple of "
                              f"its {num_heads} heads")
         self.phi = nn.Sequential(nn.Linear(obs_dim, embed), nn.ReLU())
         self.attention = nn.MultiheadAttention(embed, num_heads, batch_first=True)
-        self.rho = mlp(embed, tuple(rest), 2)
+        self.rho = mlp(embed, rest, 2)
 
     def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
         """``(..., K, d)``, ``(..., K)`` candidate mask (1: a candidate) -> ``(..., K, 2)``."""
@@ -130,10 +132,10 @@ Q_NETWORKS.register("deepsets", DeepSetsQNetwork)
 Q_NETWORKS.register("attention", AttentionQNetwork)
 
 
-def build_q_network(name: str, obs_dim: int, hidden: tuple[int, ...]) -> nn.Module:
+def build_q_network(name: str, obs_dim: int, hidden: Sequence[int]) -> nn.Module:
     """The registered Q-network ``name`` for observations of size ``obs_dim``.
 
     Raises:
         ValueError: ``name`` is not registered (lists the registered names).
     """
-    return Q_NETWORKS.get(name)(obs_dim, tuple(hidden))
+    return Q_NETWORKS.get(name)(obs_dim, hidden)

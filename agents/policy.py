@@ -73,6 +73,6 @@ class GreedyPolicy(Policy):
         obs = np.stack([observations[a]["observation"] for a in agents])
         mask = np.stack([observations[a]["action_mask"] for a in agents])
         with torch.no_grad():
-            q = self.q(torch.as_tensor(obs), torch.as_tensor(mask[:, 1], dtype=torch.float32)).numpy()
+            q = self.q(torch.as_tensor(obs), torch.as_tensor(mask[:, 1])).numpy()
         best = np.where(mask > 0, q, -np.inf).argmax(axis=1)
         return {agent: int(b) for agent, b, allowed in zip(agents, best, mask[:, 1]) if allowed}

@@ -12,8 +12,8 @@ over the run's episodes (:func:`linear_epsilon`).
 With ``VDNConfig.mixer`` other than ``vdn`` (:mod:`agents.mixers`), the sums above become the mixer's
 ``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network.
 With ``VDNConfig.q_network`` other than ``mlp`` (:mod:`agents.networks`), ``Q(o_n, .)`` reads the round's
-other candidates too (``deepsets``: a pooled summary of them). FedMarl (arXiv 2201.02932) trains its client
-agents with VDN and one shared MLP.
+other candidates too (``deepsets``: a pooled summary of them; ``attention``: self-attention over them).
+FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
 """
 
 from __future__ import annotations
