@@ -81,10 +81,12 @@ class VDNConfig:
         "al. 2019; agents/networks.py); for both, hidden gives the embedding width, then the head's")})
     mixer: str = field(default="vdn", metadata={"help": (
         "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
-        "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018; "
-        "agents/mixers.py)")})
+        "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018), or "
+        "straggler, their sum minus a learned cost of the costliest uploading client, acting by the exact "
+        "joint argmax (agents/mixers.py)")})
     mixing_embed_dim: int = field(default=32, metadata={"help": (
-        "width of the qmix mixer's hidden layer, >= 1 (PyMARL's mixing_embed_dim; unused by vdn)")})
+        "width of the qmix mixer's hidden layer and of the straggler cost network's, >= 1 (PyMARL's "
+        "mixing_embed_dim; unused by vdn)")})
     prioritized_replay: bool = field(default=False, metadata={"help": (
         "proportional prioritised replay (Schaul et al., ICLR 2016; agents/replay.py); off by default: "
         "uniform replay. The prioritized_replay_* names are OpenAI Baselines' and RLlib's; SB3's DQN has none")})

@@ -7,9 +7,11 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
+from agents.mixers import MIXERS, acts_jointly, greedy_actions
 from agents.networks import build_q_network
 from fedenv.baselines import Policy
 from fedenv.config import EnvConfig
+from fedenv.models.seeding import SeededDraws
 
 
 def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
@@ -22,8 +24,32 @@ def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
     return "+".join([vdn_config.mixer, *(name for name, on in levers if on)])
 
 
+def acting_networks(vdn_config: VDNConfig, obs_dim: int, q_state: dict,
+                    mixer_state: dict | None) -> tuple[torch.nn.Module, torch.nn.Module | None]:
+    """CPU copies of what acting greedily needs: the Q-network with weights ``q_state``, and the mixer with
+    ``mixer_state`` where its greedy joint action is not each agent's argmax (``straggler``; otherwise None).
+    Building them draws from no global generator.
+
+    Raises:
+        ValueError: the mixer acts jointly and ``mixer_state`` is None (a checkpoint without its mixer).
+    """
+    with SeededDraws(0):  # the initial weights are overwritten below
+        q = build_q_network(vdn_config.q_network, obs_dim, vdn_config.hidden)
+        mixer = MIXERS[vdn_config.mixer](obs_dim, vdn_config.mixing_embed_dim)
+    q.load_state_dict({k: v.cpu() for k, v in q_state.items()})
+    if not acts_jointly(mixer):
+        return q, None
+    if mixer_state is None:
+        raise ValueError(f"the {vdn_config.mixer!r} mixer chooses the joint action, but no mixer weights were given "
+                         f"(a checkpoint without mixer_state)")
+    mixer.load_state_dict({k: v.cpu() for k, v in mixer_state.items()})
+    return q, mixer.eval()
+
+
 class GreedyPolicy(Policy):
-    """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network (:mod:`agents.networks`).
+    """Each candidate takes ``argmax_a Q(o_n, a)`` of the shared Q-network (:mod:`agents.networks`), or,
+    with a mixer that acts jointly (``straggler``), the candidates take the mixer's greedy joint action
+    (:func:`agents.mixers.greedy_actions`).
 
     It plays in the probing mode it was trained in (``probes = env_config.probing``): an agent trained
     with ``--no-probing`` observes what each candidate reported when it last took part, and is charged
@@ -34,14 +60,17 @@ class GreedyPolicy(Policy):
         feature_names: observation layout it was trained on.
         env_config: the environment it was trained in (evaluate.py rebuilds it from here).
         variant: the learner variant (:func:`variant_name`), printed by evaluate.py.
+        mixer: the mixer where it chooses the joint action (:func:`acting_networks`), else None.
     """
 
     name = "vdn"
 
-    def __init__(self, q: torch.nn.Module, feature_names: list[str], env_config: EnvConfig, variant: str = "vdn"):
+    def __init__(self, q: torch.nn.Module, feature_names: list[str], env_config: EnvConfig, variant: str = "vdn",
+                 mixer: torch.nn.Module | None = None):
         self.probes = bool(env_config.probing)
         self.variant = variant
         self.q = q.eval()
+        self.mixer = mixer
         self.feature_names = list(feature_names)
         self.env_config = env_config
 
@@ -50,14 +79,14 @@ class GreedyPolicy(Policy):
         """Load from a checkpoint written by ``train_agents.py``.
 
         Raises:
-            FileNotFoundError, ValueError: see :func:`~agents.checkpoint.load_checkpoint`.
+            FileNotFoundError, ValueError: see :func:`~agents.checkpoint.load_checkpoint` and
+                :func:`acting_networks`.
         """
         document = load_checkpoint(path)
-        config = document["vdn_config"]
-        q = build_q_network(config.q_network, len(document["feature_names"]), config.hidden)
-        q.load_state_dict(document["q_state"])
+        q, mixer = acting_networks(document["vdn_config"], len(document["feature_names"]), document["q_state"],
+                                   document.get("mixer_state"))
         return cls(q, document["feature_names"], document["env_config"],
-                   variant_name(document["vdn_config"], document["env_config"]))
+                   variant_name(document["vdn_config"], document["env_config"]), mixer)
 
     def check_layout(self, feature_names: list[str]) -> None:
         """Raise ``ValueError`` if an env's observation layout differs from the training layout."""
@@ -67,12 +96,12 @@ class GreedyPolicy(Policy):
             )
 
     def act(self, observations: dict, infos: dict) -> dict[str, int]:
-        """``agent -> argmax_a Q(o_agent, a)`` for the candidates (``action_mask[1] == 1``); others are left out
-        (action 0). ``observations``: ``agent -> {"observation": (d,), "action_mask": (2,)}``; ``infos`` unused."""
+        """``agent -> argmax_a Q(o_agent, a)`` (or the mixer's joint argmax) for the candidates
+        (``action_mask[1] == 1``); others are left out (action 0). ``observations``: ``agent ->
+        {"observation": (d,), "action_mask": (2,)}``; ``infos`` unused."""
         agents = list(observations)
-        obs = np.stack([observations[a]["observation"] for a in agents])
-        mask = np.stack([observations[a]["action_mask"] for a in agents])
+        obs = torch.as_tensor(np.stack([observations[a]["observation"] for a in agents]))
+        mask = torch.as_tensor(np.stack([observations[a]["action_mask"] for a in agents]))
         with torch.no_grad():
-            q = self.q(torch.as_tensor(obs), torch.as_tensor(mask[:, 1])).numpy()
-        best = np.where(mask > 0, q, -np.inf).argmax(axis=1)
+            best = greedy_actions(self.q(obs, mask[:, 1]), mask, obs, self.mixer).numpy()
         return {agent: int(b) for agent, b, allowed in zip(agents, best, mask[:, 1]) if allowed}

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from agents.config import VDNConfig
+from agents.mixers import acts_jointly
 from agents.rollout import TRAINING_TEST_REPORTS, EpisodeRollout, Learner, Step, play, play_rollouts
 from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
@@ -151,7 +152,8 @@ class RemoteFederations:
 
 
 class RolloutWorker(WorkerProcess):
-    """An asynchronous actor: ``num_envs`` federations and an epsilon-greedy copy of the Q-network."""
+    """An asynchronous actor: ``num_envs`` federations and an epsilon-greedy copy of the Q-network (and of a
+    mixer that acts jointly)."""
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, seed: int, num_envs: int):
         self.vector = VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)
@@ -160,13 +162,16 @@ class RolloutWorker(WorkerProcess):
         self.seed = seed
 
     def play(self, episodes: list[int], weights: dict, schedule_episodes: int) -> tuple[list[EpisodeRollout], float]:
-        """Play ``episodes`` (at most ``num_envs``) with Q-network ``weights`` (a ``state_dict``), epsilon on
-        a schedule of ``schedule_episodes`` episodes.
+        """Play ``episodes`` (at most ``num_envs``) with ``weights`` (``{"q": state_dict, "mixer": state_dict or
+        None}``: the Q-network's, and the mixer's where it acts jointly), epsilon on a schedule of
+        ``schedule_episodes`` episodes.
 
         Returns:
             The rollouts in episode order and this call's FL rounds per second (wall clock).
         """
-        self.actor.q.load_state_dict(weights)
+        self.actor.q.load_state_dict(weights["q"])
+        if weights["mixer"] is not None:
+            self.actor.mixer.load_state_dict(weights["mixer"])
         start = time.perf_counter()
         rollouts = play_rollouts(self.vector.envs, self.actor, episodes, schedule_episodes, self.seed)
         return rollouts, sum(len(r.steps) for r in rollouts) / (time.perf_counter() - start)
@@ -255,7 +260,11 @@ class AsyncRaySource(RaySource):
     def _publish(self, learner: Learner) -> None:
         import ray
 
-        self._weights = ray.put({k: v.detach().cpu() for k, v in learner.learner.q.state_dict().items()})
+        def cpu(module):
+            return {k: v.detach().cpu() for k, v in module.state_dict().items()}
+
+        mixer = learner.learner.mixer
+        self._weights = ray.put({"q": cpu(learner.learner.q), "mixer": cpu(mixer) if acts_jointly(mixer) else None})
         self._since_publish = 0
 
     def _dispatch(self, worker: int, learner: Learner) -> int:

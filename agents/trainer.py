@@ -37,8 +37,8 @@ from agents.callbacks import (
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.episodes import EpisodeSummary, RunningEpisode
-from agents.networks import build_q_network
-from agents.policy import GreedyPolicy, variant_name
+from agents.mixers import acts_jointly
+from agents.policy import GreedyPolicy, acting_networks, variant_name
 from agents.ray_training import ray_source
 from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
 from agents.rollout import TRAINING_TEST_REPORTS, LocalSource, RolloutSource, exploration_epsilon
@@ -48,7 +48,6 @@ from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions
 from fedenv.env import ClientSelectionEnv
-from fedenv.models.seeding import SeededDraws
 from fedenv.vector import VectorClientSelectionEnv
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -119,6 +118,8 @@ class Trainer:
         self.overlap_learner = bool(overlap_learner)
         self.pending_train_steps: list[int] = []
         self._actor_q = copy.deepcopy(self.learner.q) if self.overlap_learner else None
+        acting_mixer = self.overlap_learner and acts_jointly(self.learner.mixer)
+        self._actor_mixer = copy.deepcopy(self.learner.mixer) if acting_mixer else None
         self._learner_thread = ThreadPoolExecutor(1, thread_name_prefix="vdn-learner") if self.overlap_learner else None
 
     def play_episodes(self) -> list[EpisodeSummary]:
@@ -148,6 +149,8 @@ class Trainer:
         after the run's last batch). The TD losses of the gradient steps run meanwhile go to the batch's
         first summary."""
         self._actor_q.load_state_dict(self.learner.q.state_dict())
+        if self._actor_mixer is not None:
+            self._actor_mixer.load_state_dict(self.learner.mixer.state_dict())
         due, self.pending_train_steps = self.pending_train_steps, []
         training = self._learner_thread.submit(lambda: [loss for s in due for loss in self._train_after(s)])
         played, ended = [], []
@@ -173,10 +176,11 @@ class Trainer:
 
     def act(self, r: RunningEpisode) -> np.ndarray:
         """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with
-        ``overlap_learner``: the actor's copy of it) and the learner's exploration generator; sets
+        ``overlap_learner``: the actor's copies of it and of a mixer that acts jointly) and the learner's
+        exploration generator; sets
         ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
         r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
-        return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q)
+        return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q, self._actor_mixer)
 
     def close(self) -> None:
         """Release the rollout source (Ray actors) and the learner thread; the learner's state stays readable."""
@@ -200,8 +204,8 @@ class Trainer:
 
     def policy_payload(self) -> dict:
         """What :class:`~agents.policy.GreedyPolicy` needs: weights, configs, observation layout, counters;
-        with a mixer (``VDNConfig.mixer``), its weights as ``mixer_state`` (acting does not need them,
-        fine-tuning from the file does)."""
+        with a mixer (``VDNConfig.mixer``), its weights as ``mixer_state`` (fine-tuning from the file needs
+        them, and so does acting with a mixer that acts jointly)."""
         payload = {
             "q_state": self.learner.q.state_dict(),
             "vdn_config": self.vdn_config.to_dict(),
@@ -294,11 +298,12 @@ class Trainer:
             self.learner.target_mixer.load_state_dict(document["mixer_state"])
 
     def greedy_policy(self) -> GreedyPolicy:
-        """The current greedy policy (a CPU copy of the Q-network; building it draws from no global generator)."""
-        with SeededDraws(0):  # its initial weights are overwritten below
-            q = build_q_network(self.vdn_config.q_network, self.learner.obs_dim, self.vdn_config.hidden)
-        q.load_state_dict({k: v.cpu() for k, v in self.learner.q.state_dict().items()})
-        return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config))
+        """The current greedy policy (CPU copies of the Q-network and of a mixer that acts jointly,
+        :func:`~agents.policy.acting_networks`; building it draws from no global generator)."""
+        q, mixer = acting_networks(self.vdn_config, self.learner.obs_dim, self.learner.q.state_dict(),
+                                   None if self.learner.mixer is None else self.learner.mixer.state_dict())
+        return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config),
+                            mixer)
 
 
 def _schedule_episodes(document: dict) -> int:

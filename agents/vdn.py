@@ -10,7 +10,8 @@ with masked actions excluded from the argmax; truncation bootstraps, termination
 ``target_update_interval`` gradient steps, epsilon annealed linearly
 over the run's episodes (:func:`linear_epsilon`).
 With ``VDNConfig.mixer`` other than ``vdn`` (:mod:`agents.mixers`), the sums above become the mixer's
-``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network.
+``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network, and
+the argmax over next actions is the mixer's greedy joint action (:func:`agents.mixers.greedy_actions`).
 With ``VDNConfig.q_network`` other than ``mlp`` (:mod:`agents.networks`), ``Q(o_n, .)`` reads the round's
 other candidates too (``deepsets``: a pooled summary of them; ``attention``: self-attention over them).
 FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
@@ -26,18 +27,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.config import VDNConfig
-from agents.mixers import MIXERS
+from agents.mixers import MIXERS, greedy_actions
 from agents.networks import build_q_network
 from agents.replay import Batch
 from fedenv.models.seeding import SeededDraws
 
 MIXER_SEED_OFFSET = 1 << 32
 """The mixer's weights are drawn from seed ``seed + MIXER_SEED_OFFSET``, apart from the Q-network's."""
-
-
-def masked_argmax(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Argmax over the last dimension among allowed actions (``mask > 0``)."""
-    return q.masked_fill(mask <= 0, float("-inf")).argmax(dim=-1)
 
 
 def linear_epsilon(step: int, total_steps: int, config: VDNConfig) -> float:
@@ -89,12 +85,16 @@ class VDNLearner:
             obs, mask = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
             return (self.q if q is None else q)(obs, mask[..., 1]).cpu().numpy()
 
-    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None) -> np.ndarray:
-        """Epsilon-greedy joint action ``(K,)``: each agent independently explores with probability
-        ``epsilon`` among its allowed actions; masked actions are never chosen. ``q``: the network that
-        acts (default: the online network; an actor's copy of it when the learner trains meanwhile)."""
-        q = np.where(mask > 0, self.q_values(obs, mask, q), -np.inf)
-        actions = q.argmax(axis=1)
+    def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None,
+            mixer: nn.Module | None = None) -> np.ndarray:
+        """Epsilon-greedy joint action ``(K,)``: the greedy joint action (each agent's argmax, or the mixer's
+        joint argmax, :func:`agents.mixers.greedy_actions`), then each agent independently explores with
+        probability ``epsilon`` among its allowed actions; masked actions are never chosen. ``q``, ``mixer``:
+        the networks that act (default: the online ones; an actor's copies when the learner trains meanwhile)."""
+        with torch.no_grad():
+            obs_t, mask_t = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
+            values = (self.q if q is None else q)(obs_t, mask_t[..., 1])
+            actions = greedy_actions(values, mask_t, obs_t, self.mixer if mixer is None else mixer).cpu().numpy()
         explore = self.rng.random(len(actions)) < epsilon
         random_actions = (self.rng.random(len(actions)) < 0.5).astype(np.int64) * (mask[:, 1] > 0)
         return np.where(explore, random_actions, actions)
@@ -105,12 +105,13 @@ class VDNLearner:
             next_candidates = batch.next_mask[..., 1]
             q_target = self.target(batch.next_obs, next_candidates)
             if self.config.double_q:
-                best = masked_argmax(self.q(batch.next_obs, next_candidates), batch.next_mask)
+                best = greedy_actions(self.q(batch.next_obs, next_candidates), batch.next_mask, batch.next_obs,
+                                      self.mixer)
             else:
-                best = masked_argmax(q_target, batch.next_mask)
+                best = greedy_actions(q_target, batch.next_mask, batch.next_obs, self.target_mixer)
             next_q = q_target.gather(-1, best.unsqueeze(-1)).squeeze(-1) * next_candidates
             next_value = (next_q.sum(dim=1) if self.target_mixer is None
-                          else self.target_mixer(next_q, next_candidates, batch.next_obs))
+                          else self.target_mixer(next_q, next_candidates, batch.next_obs, best))
             return self.config.reward_scale * batch.reward + batch.discount * (1.0 - batch.terminated) * next_value
 
     def q_tot(self, batch: Batch) -> torch.Tensor:
@@ -118,7 +119,7 @@ class VDNLearner:
         chosen = self.q(batch.obs, batch.mask[..., 1]).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
         if self.mixer is None:
             return (chosen * batch.mask[..., 1]).sum(dim=1)
-        return self.mixer(chosen * batch.mask[..., 1], batch.mask[..., 1], batch.obs)
+        return self.mixer(chosen * batch.mask[..., 1], batch.mask[..., 1], batch.obs, batch.actions)
 
     def state_dict(self) -> dict:
         """Networks (the mixer and its target where there is one), optimiser, step counter and

@@ -12,7 +12,7 @@ import evaluate
 import train_agents
 from agents.checkpoint import load_checkpoint, save_checkpoint
 from agents.config import VDNConfig
-from agents.mixers import MIXERS
+from agents.mixers import MIXERS, acts_jointly
 from agents.networks import Q_NETWORKS
 from agents.policy import GreedyPolicy, variant_name
 from agents.trainer import Trainer
@@ -51,6 +51,10 @@ def test_a_variant_trains_checkpoints_and_evaluates(flags, tmp_path, capsys):
     trainer.restore(document)  # the whole training state reads back
     obs, candidate = torch.rand(5, len(document["feature_names"])), torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
     torch.testing.assert_close(trainer.learner.q(obs, candidate), policy.q(obs, candidate), rtol=0, atol=0)
+    assert (policy.mixer is not None) is acts_jointly(trainer.learner.mixer)
+    if policy.mixer is not None:  # the evaluated policy acts with the trained mixer
+        for key, value in trainer.learner.mixer.state_dict().items():
+            assert torch.equal(policy.mixer.state_dict()[key], value)
     capsys.readouterr()
     out = tmp_path / "eval"
     assert evaluate.main(["--checkpoint", str(run / "checkpoint.pt"), "--policies", "fedavg,vdn", "--seeds", "3",
