@@ -177,6 +177,15 @@ class RolloutWorker(WorkerProcess):
         return rollouts, sum(len(r.steps) for r in rollouts) / (time.perf_counter() - start)
 
 
+def acting_weights(learner: VDNLearner) -> dict:
+    """What :meth:`RolloutWorker.play` acts with: CPU copies of ``learner``'s Q-network weights and, where its
+    mixer acts jointly (``straggler``), of the mixer's: ``{"q": state_dict, "mixer": state_dict or None}``."""
+    def cpu(module):
+        return {k: v.detach().cpu() for k, v in module.state_dict().items()}
+
+    return {"q": cpu(learner.q), "mixer": cpu(learner.mixer) if acts_jointly(learner.mixer) else None}
+
+
 def start_actors(cls: type, options: RayOptions, *args) -> list:
     """``options.num_workers`` actors of ``cls`` (default: one per CPU of the cluster, started if needed),
     each with one CPU and ``options.worker_gpus`` GPUs, restarted and their calls retried on failure.
@@ -260,11 +269,7 @@ class AsyncRaySource(RaySource):
     def _publish(self, learner: Learner) -> None:
         import ray
 
-        def cpu(module):
-            return {k: v.detach().cpu() for k, v in module.state_dict().items()}
-
-        mixer = learner.learner.mixer
-        self._weights = ray.put({"q": cpu(learner.learner.q), "mixer": cpu(mixer) if acts_jointly(mixer) else None})
+        self._weights = ray.put(acting_weights(learner.learner))
         self._since_publish = 0
 
     def _dispatch(self, worker: int, learner: Learner) -> int:

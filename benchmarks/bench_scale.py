@@ -42,6 +42,7 @@ import ray
 import torch
 
 from agents.config import VDNConfig
+from agents.ray_training import acting_weights
 from agents.trainer import Trainer
 from evaluate import FIRST_EVAL_SEED, build_policies, policy_names
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, FedAvgPolicy
@@ -135,7 +136,7 @@ def bench_training(config: EnvConfig, episodes: int, options: RayOptions) -> Non
     trainer = Trainer(config, vdn, episodes, seed=0, ray_options=options)
     try:
         threads = ray.get([worker.torch_threads.remote() for worker in trainer.source.workers])  # waits for the actors
-        weights = {k: v.detach().cpu() for k, v in trainer.learner.q.state_dict().items()}
+        weights = acting_weights(trainer.learner)
         workers = trainer.source.workers
         ray.get([worker.play.remote([0], weights, episodes) for worker in workers])  # warm-up, not the learner's
         rounds, remote_s = timed(play_to_the_end, trainer)
