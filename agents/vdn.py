@@ -78,13 +78,6 @@ class VDNLearner:
         self.last_td_errors: np.ndarray | None = None
         self.rng = np.random.default_rng(seed)
 
-    def q_values(self, obs: np.ndarray, mask: np.ndarray, q: nn.Module | None = None) -> np.ndarray:
-        """``Q(o_n, .)`` for ``(K, d)`` observations and ``(K, 2)`` action masks -> ``(K, 2)``, with ``q``
-        (default: the online network)."""
-        with torch.no_grad():
-            obs, mask = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
-            return (self.q if q is None else q)(obs, mask[..., 1]).cpu().numpy()
-
     def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None,
             mixer: nn.Module | None = None) -> np.ndarray:
         """Epsilon-greedy joint action ``(K,)``: the greedy joint action (each agent's argmax, or the mixer's
