@@ -42,7 +42,10 @@ every other policy; the fine-tuned runs form the variant ``VARIANT +ftN`` of tha
 (:func:`benchmarks.agent_study_groups.fine_tuned_name`), with the same columns, its own bars
 and its rows in the all-policies table, and the page adds per setting a "fine-tuned minus zero-shot" table.
 Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of the setting's configuration,
-the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. A scratch
+the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. With
+``--fine-tune-val-seeds S ...`` a run's fine-tuned weights are kept only where they beat its zero-shot weights
+on those validation seeds of the setting (one greedy episode each; ``fine_tune``'s ``val_seeds``), and the
+variant is named ``VARIANT +ftN-val``. A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
 evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than
@@ -80,6 +83,7 @@ import glob
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_SEED_BASE, training_seed
+from agents.validation import check_validation_seeds
 from benchmarks.agent_study_groups import Study, check_scratch, evaluate_setting, fine_tuned_name, shared_federation
 from benchmarks.agent_study_page import PAGE, README, markdown, write_pages
 from benchmarks.agent_study_rows import variant_differences
@@ -182,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also fine-tune each run of every transfer variant for N episodes in each transfer "
                              "setting evaluated and tabulate them as 'VARIANT +ftN' (FedMarl's 10; default: "
                              "%(default)s, none; --quick: 1)")
+    parser.add_argument("--fine-tune-val-seeds", nargs="+", type=int, default=None, metavar="SEED",
+                        help="keep a run's fine-tuned weights only if they beat its zero-shot weights on these "
+                             "validation seeds of the setting (one greedy episode each; below 10000 and apart from "
+                             "the held-out seeds), and name the variant 'VARIANT +ftN-val' (default: keep them)")
     parser.add_argument("--scratch", nargs="+", default=[], metavar="SETTING:NAME=GLOB",
                         help="a variant trained from scratch in a transfer setting's federation (e.g. 4x:scratch-4x="
                              "'runs/4x/seed_*/checkpoint.pt'), evaluated in that setting only: the reference of the "
@@ -267,11 +275,15 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
     federation = shared_federation(learned)
     episodes = 1 if args.quick else args.fine_tune_episodes
-    tuned = {name: fine_tuned_name(name, episodes) for name in transferred} if episodes else {}
+    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None)
+             for name in transferred} if episodes else {}
     clashes = sorted(set(tuned.values()) & set(runs))
     if clashes:
         raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN)")
     scratch = parse_scratch(args.scratch)
+    seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
+    val_seeds = (None if args.fine_tune_val_seeds is None
+                 else check_validation_seeds(args.fine_tune_val_seeds, test_seeds=seeds))
     settings = evaluated_settings(args, transferred)
     configs = {setting: setting_config(federation, setting, args.data_root) for setting in settings}
     for setting, (name, paths) in scratch.items():
@@ -279,24 +291,27 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
-    return Study(runs, learned, federation, transferred, episodes, tuned, scratch,
+    return Study(runs, learned, federation, transferred, episodes, val_seeds, tuned, scratch,
                  list(QUICK_FIXED) if args.quick else list(compared_policies()),
-                 QUICK_GRID if args.quick else args.grid,
-                 list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes))), settings, configs)
+                 QUICK_GRID if args.quick else args.grid, seeds, settings, configs)
 
 
 def command_line(args: argparse.Namespace) -> str:
     """The command the page says generated it (``--settings`` where it is not the default)."""
     chosen = args.settings != default_settings(args.data_root)
+    val_seeds = ([" ".join(["--fine-tune-val-seeds", *map(str, args.fine_tune_val_seeds)])]
+                 if args.fine_tune_val_seeds is not None else [])
     options = [*([f"--settings {' '.join(args.settings)}"] if chosen else []),
                *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
+               *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
                *([f"--data-root {args.data_root}"] if args.data_root else []),
                *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]
     return "python -m benchmarks.agent_study " + " ".join(
-        ["--quick", *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])] if args.quick else [
+        ["--quick", *val_seeds, *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])]
+        if args.quick else [
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
-            *([f"--transfer-variants {' '.join(args.transfer_variants)}"]
+            *([" ".join(["--transfer-variants", *args.transfer_variants])]
               if args.transfer_variants is not None else []), *options,
             *([f"--section {args.section}"] if args.section else []),
             *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
@@ -318,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
     if args.fine_tune_episodes < 0:
         parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
+    if args.fine_tune_val_seeds is not None and not (args.fine_tune_episodes or args.quick):
+        parser.error("--fine-tune-val-seeds without --fine-tune-episodes: nothing is fine-tuned")
     if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
         parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
                      f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")

@@ -114,9 +114,11 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
         config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)))
 
 
-def fine_tuned_name(variant: str, episodes: int) -> str:
-    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``."""
-    return f"{variant} +ft{episodes}"
+def fine_tuned_name(variant: str, episodes: int, validated: bool = False) -> str:
+    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``, or
+    ``VARIANT +ftN-val`` when the fine-tuned weights are kept only if they beat the zero-shot ones on
+    validation seeds (:func:`benchmarks.common.fine_tune`'s ``val_seeds``)."""
+    return f"{variant} +ft{episodes}" + ("-val" if validated else "")
 
 
 def fine_tune_seed(run_index: int) -> int:
@@ -128,20 +130,23 @@ def fine_tune_seed(run_index: int) -> int:
 
 
 def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
-                     seeds: list[int]) -> dict[str, list[dict]]:
+                     seeds: list[int], val_seeds: list[int] | None = None) -> dict[str, list[dict]]:
     """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in
-    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's
+    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index, and
+    ``val_seeds``, which keep the zero-shot weights where fine-tuning does not beat them there; FedMarl's
     fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3) and pooled under ``name``,
     on ``seeds``; each episode records the checkpoint its run started from. Read from ``path`` when an
-    earlier run fine-tuned the same checkpoints for as many episodes with the same seeds in the same
-    configuration (no fine-tuning then), else fine-tuned, evaluated and written there (:func:`cached_group`)."""
+    earlier run fine-tuned the same checkpoints for as many episodes with the same seeds (and validation
+    seeds) in the same configuration (no fine-tuning then), else fine-tuned, evaluated and written there
+    (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
+    tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds})}
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
-           "checkpoints": checkpoints, "fine_tune": {"episodes": episodes, "seeds": tune_seeds}}
+           "checkpoints": checkpoints, "fine_tune": tuning}
 
     def evaluate() -> dict[str, list[dict]]:
-        policies = [fine_tune(Path(checkpoint), config, episodes, seed) for checkpoint, seed in zip(checkpoints,
-                                                                                                   tune_seeds)]
+        policies = [fine_tune(Path(checkpoint), config, episodes, seed, val_seeds=val_seeds)
+                    for checkpoint, seed in zip(checkpoints, tune_seeds)]
         for policy in policies:
             policy.name = name
         return per_episode_metrics(evaluate_policies(config, policies, seeds, progress=False, probing=None,
@@ -153,7 +158,8 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
 @dataclasses.dataclass
 class Study:
     """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
-    scratch variants included), the transfer variants, their fine-tuned names (``tuned``: empty without
+    scratch variants included), the transfer variants, the fine-tuning's episodes and validation seeds (None:
+    the fine-tuned weights are kept as they are), their fine-tuned names (``tuned``: empty without
     fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
     held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
     :func:`benchmarks.agent_study_settings.setting_config`)."""
@@ -162,6 +168,7 @@ class Study:
     federation: EnvConfig
     transferred: list[str]
     fine_tune_episodes: int
+    fine_tune_val_seeds: list[int] | None
     tuned: dict[str, str]
     scratch: dict[str, tuple[str, list[str]]]
     fixed: list[str]
@@ -205,7 +212,8 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         variants.append(name)
         if name in tuned:
             per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
-                                                study.runs[name], study.fine_tune_episodes, seeds))
+                                                study.runs[name], study.fine_tune_episodes, seeds,
+                                                study.fine_tune_val_seeds))
             variants.append(tuned[name])
     rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds) for name in variants}
     for name, tuned_name in tuned.items():

@@ -27,9 +27,12 @@ import numpy as np
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
+from agents.rollout import TRAINING_TEST_REPORTS
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
+from agents.validation import check_validation_seeds, validate
 from fedenv.baselines import Policy, compared_policies, make_policy
 from fedenv.config import EnvConfig
+from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import EpisodeRecord, evaluate_policies, per_episode_metrics
 from fedenv.fileio import atomic_write_json
 from fedenv.registry import DATASETS, POLICIES
@@ -123,7 +126,8 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
     return trainer.greedy_policy()
 
 
-def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
+def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
+              val_seeds: list[int] | None = None) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
     A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
@@ -132,17 +136,32 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
     run (FedMarl's 10 episodes) trains at all.
 
+    With ``val_seeds``, the fine-tuned weights are kept only if they do better than the checkpoint's on
+    them: both greedy policies play one episode per validation seed in ``config``
+    (:func:`agents.validation.validate`), and the checkpoint's policy is returned unless the fine-tuned one's
+    mean team return is higher (model selection on the new setting's validation episodes, as ``best.pt`` is
+    chosen in training; it costs ``2 * len(val_seeds)`` greedy episodes there besides the ``episodes``).
+
     Raises:
-        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s.
+        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s; bad
+            ``val_seeds`` (:func:`agents.validation.check_validation_seeds`).
     """
+    if val_seeds is not None:
+        val_seeds = check_validation_seeds(val_seeds)
     document = load_checkpoint(checkpoint)
     vdn = document["vdn_config"]
     vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
     trainer = Trainer(config, vdn, episodes, seed)
     trainer.initialise_from(document)
+    zero_shot = None if val_seeds is None else trainer.greedy_policy()
     while trainer.episode < episodes:
         trainer.play_episodes()
-    return trainer.greedy_policy()
+    tuned = trainer.greedy_policy()
+    if val_seeds is None:
+        return tuned
+    env = ClientSelectionEnv(config, report_test_accuracy=TRAINING_TEST_REPORTS)
+    zero_shot_return = validate(zero_shot, env, val_seeds).team_return
+    return tuned if validate(tuned, env, val_seeds).team_return > zero_shot_return else zero_shot
 
 
 def checkpoint_path(run_dir: Path) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from agents.config import VDNConfig
 from benchmarks import agent_study, agent_study_groups, agent_study_page, agent_study_rows, agent_study_settings, common
@@ -43,8 +44,9 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
     calls = []
 
-    def spy(checkpoint, config, episodes, seed):
+    def spy(checkpoint, config, episodes, seed, val_seeds=None):
         calls.append((checkpoint, config, episodes, seed))
+        assert val_seeds is None
         return common.fine_tune(checkpoint, config, episodes, seed)
 
     monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
@@ -376,16 +378,17 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
 
     calls = []
 
-    def fake_fine_tune(checkpoint, config, episodes, seed):  # a fixed policy stands in for the fine-tuned run
-        calls.append((str(checkpoint), episodes, seed))
+    def fake_fine_tune(checkpoint, config, episodes, seed, val_seeds=None):  # a fixed policy stands in
+        calls.append((str(checkpoint), episodes, seed) + (() if val_seeds is None else (val_seeds,)))
         return make_policy("fastest")
 
     monkeypatch.setattr(agent_study_groups, "fine_tune", fake_fine_tune)
     config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "4x" / "v +ft1.json"
 
-    def group(checkpoints, episodes, seeds=(1000, 1001)):
+    def group(checkpoints, episodes, seeds=(1000, 1001), val_seeds=None):
         calls.clear()
-        per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds))
+        per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds),
+                                                          val_seeds)
         return calls[:], per_episode
 
     made, per_episode = group(["a.pt", "b.pt"], 1)
@@ -399,6 +402,9 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     assert group(["a.pt", "c.pt"], 2)[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other checkpoints
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other seeds
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == []
+    made = group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])[0]  # kept only where validation says so
+    assert made == [("a.pt", 2, 0, [500]), ("c.pt", 2, 1, [500])]
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])[0] == []
 
 
 def test_a_group_read_back_from_the_cache_equals_the_group_evaluated_fresh(tmp_path, monkeypatch):
@@ -512,3 +518,69 @@ def test_the_generated_command_names_settings_other_than_the_default():
     chosen = parser.parse_args([*base, "--settings", "trained", "8x"])
     assert agent_study.command_line(chosen) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
                                                "--settings trained 8x --out results/x")
+
+
+def q_weights(policy):
+    return [t.clone() for t in policy.q.state_dict().values()]
+
+
+def same_weights(a, b):
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("zero_shot_score, tuned_score, keeps", [(0.5, 0.4, "zero-shot"), (0.5, 0.5, "zero-shot"),
+                                                                 (0.4, 0.5, "fine-tuned")])
+def test_validated_fine_tuning_keeps_the_weights_that_score_higher_on_the_validation_seeds(
+        tmp_path, monkeypatch, zero_shot_score, tuned_score, keeps):
+    from agents.policy import GreedyPolicy
+    from agents.validation import Validation
+
+    run_dir = tmp_path / "run"
+    common.train_agent(EnvConfig(**QUICK_FEDERATION), agent_study.QUICK_EPISODES, 0, run_dir,
+                       VDNConfig(**agent_study.QUICK_VDN))
+    checkpoint = common.checkpoint_path(run_dir)
+    four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)
+    start = q_weights(GreedyPolicy.from_checkpoint(checkpoint))
+    plain = q_weights(common.fine_tune(checkpoint, four_x, 2, 0))
+    assert not same_weights(plain, start)  # fine-tuning moved the weights, so the choice below is visible
+    scored = []
+
+    def fake_validate(policy, env, seeds):  # the zero-shot weights (the checkpoint's) score zero_shot_score
+        assert env.config == four_x and seeds == [500, 501]
+        is_start = same_weights(q_weights(policy), start)
+        scored.append(is_start)
+        return Validation(zero_shot_score if is_start else tuned_score, 0.0)
+
+    monkeypatch.setattr(common, "validate", fake_validate)
+    chosen = q_weights(common.fine_tune(checkpoint, four_x, 2, 0, val_seeds=[500, 501]))
+    assert sorted(scored) == [False, True]  # both policies were validated, once each
+    assert same_weights(chosen, start if keeps == "zero-shot" else plain)
+    with pytest.raises(ValueError, match=r"validation seeds \[10000\]"):
+        common.fine_tune(checkpoint, four_x, 2, 0, val_seeds=[10000])
+
+
+def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_out_seeds(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        agent_study.main(["--runs", "v=missing.pt", "--fine-tune-val-seeds", "500", "--out", str(tmp_path)])
+    assert "--fine-tune-val-seeds without --fine-tune-episodes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        agent_study.main(["--quick", "--fine-tune-val-seeds", "1001", "--out", str(tmp_path)])
+    assert "validation seeds [1001] are also test seeds" in capsys.readouterr().err
+
+
+def test_the_quick_study_fine_tunes_with_validation_into_a_variant_of_its_own(tmp_path, monkeypatch):
+    seen = []
+
+    def spy(checkpoint, config, episodes, seed, val_seeds=None):
+        seen.append(val_seeds)
+        return common.fine_tune(checkpoint, config, episodes, seed, val_seeds=val_seeds)
+
+    monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
+    assert agent_study.main(["--quick", "--fine-tune-val-seeds", "500", "501", "--settings", "4x",
+                             "--out", str(tmp_path)]) == 0
+    assert seen == [[500, 501], [500, 501]]  # each of the two runs
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]
+    assert list(rows) == ["main-job", "main-job +ft1-val"]
+    assert rows["main-job"]["ft_minus_zero_shot"]["variant"] == "main-job +ft1-val"
+    key = json.loads((tmp_path / "4x" / "main-job +ft1-val.json").read_text())["key"]
+    assert key["fine_tune"]["val_seeds"] == [500, 501]
