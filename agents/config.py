@@ -67,6 +67,12 @@ class VDNConfig:
         "fraction of the run over which epsilon anneals linearly, in [0, 1] (our default). Progress is "
         "counted by episode: round r of episode e is step e * num_rounds + r of episodes * num_rounds, so "
         "episodes that end early (target_accuracy) still advance the schedule by a whole episode")})
+    exploration_uploads: tuple[int, ...] = field(default=(), metadata={"help": (
+        "K L: an exploring candidate uploads with probability min(1, K / candidates) in each round but the "
+        "last L and always in the last L, so that exploration plays the open-loop schedule 'K random, all "
+        "last L' (benchmarks/schedules.py) in expectation; empty (the default): a fair coin, as epsilon-greedy "
+        "DQN. Guided exploration after learning from demonstrations (Hester et al., AAAI 2018), without "
+        "their supervised loss. Not in SB3's DQN")})
     max_grad_norm: float = field(default=10.0, metadata={"help": (
         "gradient-norm clip, > 0 (SB3's and PyMARL's default)")})
     double_q: bool = field(default=True, metadata={"help": (
@@ -108,6 +114,9 @@ class VDNConfig:
                      "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be an integer >= 1")
+        if self.exploration_uploads and (len(self.exploration_uploads) != 2 or min(self.exploration_uploads) < 0):
+            raise ValueError(f"vdn exploration_uploads={self.exploration_uploads!r} must be empty (a fair coin) or "
+                             "two integers K L >= 0 (K random uploads per round, all in the last L rounds)")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
         if self.learning_starts < 0:

@@ -57,6 +57,20 @@ def exploration_epsilon(r: RunningEpisode, schedule_episodes: int, config: VDNCo
     return linear_epsilon(r.episode * num_rounds + r.rounds, schedule_episodes * num_rounds, config)
 
 
+def exploration_upload_probability(r: RunningEpisode, config: VDNConfig) -> float:
+    """The probability that an exploring candidate of ``r``'s next round uploads: 0.5 without
+    ``config.exploration_uploads``; with ``(k, last)``, 1 in the episode's last ``last`` rounds and
+    ``min(1, k / candidates)`` before them (the open-loop schedule ``k random, all last L``,
+    :class:`fedenv.baselines.LateRoundsPolicy`, in expectation), 0 when no client is a candidate."""
+    if not config.exploration_uploads:
+        return 0.5
+    k, last = config.exploration_uploads
+    if r.rounds >= r.env.config.num_rounds - last:
+        return 1.0
+    candidates = int((r.mask[:, 1] > 0).sum())
+    return min(1.0, k / candidates) if candidates else 0.0
+
+
 class Federations(Protocol):
     """Federations of one configuration, reset and stepped together (federation ``i`` plays episode ``i``
     of a :func:`play` call)."""
@@ -199,7 +213,7 @@ def play_rollouts(envs: list[ClientSelectionEnv], actor: VDNLearner, episodes: l
     def act(r: RunningEpisode) -> np.ndarray:
         r.epsilon = exploration_epsilon(r, schedule_episodes, actor.config)
         actor.rng = generators[r.episode]
-        return actor.act(r.obs, r.mask, r.epsilon)
+        return actor.act(r.obs, r.mask, r.epsilon, upload_probability=exploration_upload_probability(r, actor.config))
 
     summaries = {}
     for r, transitions in play(LocalFederations(envs), envs[0], episodes, seed, actor.config, act):

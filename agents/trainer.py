@@ -41,7 +41,13 @@ from agents.mixers import acts_jointly
 from agents.policy import GreedyPolicy, acting_networks, variant_name
 from agents.ray_training import ray_source
 from agents.replay import PrioritizedReplayBuffer, ReplayBuffer
-from agents.rollout import TRAINING_TEST_REPORTS, LocalSource, RolloutSource, exploration_epsilon
+from agents.rollout import (
+    TRAINING_TEST_REPORTS,
+    LocalSource,
+    RolloutSource,
+    exploration_epsilon,
+    exploration_upload_probability,
+)
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
 from agents.vdn import VDNLearner
@@ -180,7 +186,8 @@ class Trainer:
         exploration generator; sets
         ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
         r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
-        return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q, self._actor_mixer)
+        return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q, self._actor_mixer,
+                                exploration_upload_probability(r, self.vdn_config))
 
     def close(self) -> None:
         """Release the rollout source (Ray actors) and the learner thread; the learner's state stays readable."""

@@ -79,17 +79,19 @@ class VDNLearner:
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None,
-            mixer: nn.Module | None = None) -> np.ndarray:
+            mixer: nn.Module | None = None, upload_probability: float = 0.5) -> np.ndarray:
         """Epsilon-greedy joint action ``(K,)``: the greedy joint action (each agent's argmax, or the mixer's
         joint argmax, :func:`agents.mixers.greedy_actions`), then each agent independently explores with
-        probability ``epsilon`` among its allowed actions; masked actions are never chosen. ``q``, ``mixer``:
-        the networks that act (default: the online ones; an actor's copies when the learner trains meanwhile)."""
+        probability ``epsilon``: a candidate uploads with probability ``upload_probability`` (0.5: a fair coin;
+        :func:`agents.rollout.exploration_upload_probability`); masked actions are never chosen. ``q``,
+        ``mixer``: the networks that act (default: the online ones; an actor's copies when the learner trains
+        meanwhile)."""
         with torch.no_grad():
             obs_t, mask_t = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
             values = (self.q if q is None else q)(obs_t, mask_t[..., 1])
             actions = greedy_actions(values, mask_t, obs_t, self.mixer if mixer is None else mixer).cpu().numpy()
         explore = self.rng.random(len(actions)) < epsilon
-        random_actions = (self.rng.random(len(actions)) < 0.5).astype(np.int64) * (mask[:, 1] > 0)
+        random_actions = (self.rng.random(len(actions)) < upload_probability).astype(np.int64) * (mask[:, 1] > 0)
         return np.where(explore, random_actions, actions)
 
     def td_target(self, batch: Batch) -> torch.Tensor:
