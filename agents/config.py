@@ -131,10 +131,9 @@ class VDNConfig:
         return self
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready values (``hidden`` as a list)."""
+        """Plain JSON-ready values (``hidden`` and ``exploration_uploads`` as lists)."""
         out = dataclasses.asdict(self)
-        out["hidden"] = list(self.hidden)
-        return out
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in out.items()}
 
     @classmethod
     def from_dict(cls, values: dict) -> VDNConfig:

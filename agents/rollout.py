@@ -61,7 +61,8 @@ def exploration_upload_probability(r: RunningEpisode, config: VDNConfig) -> floa
     """The probability that an exploring candidate of ``r``'s next round uploads: 0.5 without
     ``config.exploration_uploads``; with ``(k, last)``, 1 in the episode's last ``last`` rounds and
     ``min(1, k / candidates)`` before them (the open-loop schedule ``k random, all last L``,
-    :class:`fedenv.baselines.LateRoundsPolicy`, in expectation), 0 when no client is a candidate."""
+    :class:`fedenv.baselines.LateRoundsPolicy`, in expectation); before the last ``last`` rounds, 0 when no
+    client is a candidate (a non-candidate's upload is masked out in any case)."""
     if not config.exploration_uploads:
         return 0.5
     k, last = config.exploration_uploads

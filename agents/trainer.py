@@ -92,12 +92,15 @@ class Trainer:
 
     Raises:
         ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer; ``overlap_learner``
-            with ``ray_options``.
+            with ``ray_options``; ``exploration_uploads`` whose ``L`` exceeds ``num_rounds``.
     """
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
                  num_envs: int = 1, schedule_episodes: int | None = None, ray_options: RayOptions | None = None,
                  overlap_learner: bool = False):
+        if vdn_config.exploration_uploads and vdn_config.exploration_uploads[1] > env_config.num_rounds:
+            raise ValueError(f"vdn exploration_uploads={vdn_config.exploration_uploads!r}: L (all upload in the last "
+                             f"L rounds) must be at most num_rounds={env_config.num_rounds}")
         if overlap_learner and ray_options is not None:
             raise ValueError("overlap_learner trains beside episodes played in this process; with ray_options the "
                              "Ray actors already play apart from the learner")
@@ -183,7 +186,8 @@ class Trainer:
     def act(self, r: RunningEpisode) -> np.ndarray:
         """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with
         ``overlap_learner``: the actor's copies of it and of a mixer that acts jointly) and the learner's
-        exploration generator; sets
+        exploration generator, an exploring candidate uploading with
+        :func:`~agents.rollout.exploration_upload_probability`; sets
         ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
         r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
         return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q, self._actor_mixer,

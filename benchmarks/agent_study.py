@@ -279,11 +279,9 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
              for name in transferred} if episodes else {}
     clashes = sorted(set(tuned.values()) & set(runs))
     if clashes:
-        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN)")
+        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN or +ftN-val)")
     scratch = parse_scratch(args.scratch)
-    seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
-    val_seeds = (None if args.fine_tune_val_seeds is None
-                 else check_validation_seeds(args.fine_tune_val_seeds, test_seeds=seeds))
+    seeds = held_out_seeds(args)
     settings = evaluated_settings(args, transferred)
     configs = {setting: setting_config(federation, setting, args.data_root) for setting in settings}
     for setting, (name, paths) in scratch.items():
@@ -291,9 +289,14 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
-    return Study(runs, learned, federation, transferred, episodes, val_seeds, tuned, scratch,
+    return Study(runs, learned, federation, transferred, episodes, args.fine_tune_val_seeds, tuned, scratch,
                  list(QUICK_FIXED) if args.quick else list(compared_policies()),
                  QUICK_GRID if args.quick else args.grid, seeds, settings, configs)
+
+
+def held_out_seeds(args: argparse.Namespace) -> list[int]:
+    """The held-out seeds every policy is evaluated on: ``--episodes`` of them from 1000 (``--quick``: 2)."""
+    return list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (2 if args.quick else args.episodes)))
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -317,6 +320,21 @@ def command_line(args: argparse.Namespace) -> str:
             *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
 
 
+def check_fine_tune_val_seeds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse ``--fine-tune-val-seeds`` (a usage error naming the seeds) without fine-tuning, on held-out seeds or
+    outside the validation range (:func:`agents.validation.check_validation_seeds`), before anything is trained."""
+    if not (args.fine_tune_episodes or args.quick):
+        parser.error("--fine-tune-val-seeds without --fine-tune-episodes: nothing is fine-tuned")
+    held_out = sorted(set(args.fine_tune_val_seeds) & set(held_out_seeds(args)))
+    if held_out:
+        parser.error(f"--fine-tune-val-seeds {' '.join(map(str, held_out))}: held-out seeds (from "
+                     f"{EVAL_SEED_BASE}, --episodes of them); choose validation seeds apart from them, e.g. 500 up")
+    try:
+        args.fine_tune_val_seeds = check_validation_seeds(args.fine_tune_val_seeds)
+    except ValueError as error:
+        parser.error(f"--fine-tune-val-seeds: {error}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -333,8 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
     if args.fine_tune_episodes < 0:
         parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
-    if args.fine_tune_val_seeds is not None and not (args.fine_tune_episodes or args.quick):
-        parser.error("--fine-tune-val-seeds without --fine-tune-episodes: nothing is fine-tuned")
+    if args.fine_tune_val_seeds is not None:
+        check_fine_tune_val_seeds(parser, args)
     if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
         parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
                      f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")

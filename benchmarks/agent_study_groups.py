@@ -16,7 +16,7 @@ from pathlib import Path
 from agents.policy import GreedyPolicy
 from benchmarks.agent_study_rows import policy_rows, variant_differences, variant_row
 from benchmarks.agent_study_settings import setting_config
-from benchmarks.common import fine_tune
+from benchmarks.common import fine_tune, fine_tune_validated
 from benchmarks.schedules import parse_grid
 from fedenv.baselines import LateRoundsPolicy, make_policy
 from fedenv.config import EnvConfig
@@ -132,10 +132,12 @@ def fine_tune_seed(run_index: int) -> int:
 def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
                      seeds: list[int], val_seeds: list[int] | None = None) -> dict[str, list[dict]]:
     """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in
-    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index, and
-    ``val_seeds``, which keep the zero-shot weights where fine-tuning does not beat them there; FedMarl's
-    fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3) and pooled under ``name``,
-    on ``seeds``; each episode records the checkpoint its run started from. Read from ``path`` when an
+    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's
+    fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3; with ``val_seeds``,
+    :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not
+    beat them there) and pooled under ``name``, on ``seeds``; each episode records the checkpoint its run
+    started from and, with ``val_seeds``, whether that run kept its fine-tuned weights (``kept_fine_tuned``).
+    Read from ``path`` when an
     earlier run fine-tuned the same checkpoints for as many episodes with the same seeds (and validation
     seeds) in the same configuration (no fine-tuning then), else fine-tuned, evaluated and written there
     (:func:`cached_group`)."""
@@ -145,14 +147,30 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
            "checkpoints": checkpoints, "fine_tune": tuning}
 
     def evaluate() -> dict[str, list[dict]]:
-        policies = [fine_tune(Path(checkpoint), config, episodes, seed, val_seeds=val_seeds)
-                    for checkpoint, seed in zip(checkpoints, tune_seeds)]
-        for policy in policies:
+        if val_seeds is None:
+            chosen = [(fine_tune(Path(c), config, episodes, seed), None) for c, seed in zip(checkpoints, tune_seeds)]
+        else:
+            chosen = [fine_tune_validated(Path(c), config, episodes, seed, val_seeds)
+                      for c, seed in zip(checkpoints, tune_seeds)]
+        for policy, _ in chosen:
             policy.name = name
-        return per_episode_metrics(evaluate_policies(config, policies, seeds, progress=False, probing=None,
-                                                     checkpoints=checkpoints))
+        per_episode = per_episode_metrics(evaluate_policies(config, [policy for policy, _ in chosen], seeds,
+                                                            progress=False, probing=None, checkpoints=checkpoints))
+        if val_seeds is not None:
+            kept = {checkpoint: fine_tuned for checkpoint, (_, fine_tuned) in zip(checkpoints, chosen)}
+            for episode in per_episode[name]:
+                episode["kept_fine_tuned"] = kept[episode["checkpoint"]]
+        return per_episode
 
     return cached_group(path, key, evaluate)
+
+
+def kept_runs(episodes: list[dict]) -> dict[str, int]:
+    """``{"kept_runs": K, "runs": R}``: of the ``R`` runs of a fine-tuned variant's ``episodes``, the ``K`` that
+    kept their fine-tuned weights (:func:`fine_tuned_group` with ``val_seeds``); empty when the runs kept them
+    all by construction (no ``kept_fine_tuned`` record)."""
+    kept = {e["checkpoint"]: e["kept_fine_tuned"] for e in episodes if "kept_fine_tuned" in e}
+    return {"kept_runs": sum(kept.values()), "runs": len(kept)} if kept else {}
 
 
 @dataclasses.dataclass
@@ -218,7 +236,8 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
     rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds) for name in variants}
     for name, tuned_name in tuned.items():
         [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
-        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes}
+        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes,
+                                            **kept_runs(per_episode[tuned_name])}
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)
     policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled}, seeds)

@@ -41,15 +41,19 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
     if not tuned:
         return []
     episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
+    validated = (", its fine-tuned weights kept only where they beat its zero-shot weights on validation seeds "
+                 "there" if any("runs" in r["ft_minus_zero_shot"] for r in tuned.values()) else "")
     lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting].description}; "
-             f"each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}; team "
+             f"each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}"
+             f"{validated}; team "
              "return, paired on the seeds, both sides' runs resampled):", "",
              "| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |", "|---|---|---|---|"]
     for variant, r in tuned.items():
         d, z = r["ft_minus_zero_shot"], r.get("zero_shot_minus_scratch")
         scratch = (f"{signed_interval(z['difference'], z['low'], z['high'])} {z['label'] or ''} ({z['reference']})"
                    if z else "not measured")
-        lines.append(f"| {d['variant']} | {variant} | {signed_interval(d['difference'], d['low'], d['high'])} "
+        kept = f" ({d['kept_runs']} of {d['runs']} runs kept their fine-tuned weights)" if "runs" in d else ""
+        lines.append(f"| {d['variant']}{kept} | {variant} | {signed_interval(d['difference'], d['low'], d['high'])} "
                      f"{d['label'] or ''} | {scratch} |")
     if not any("zero_shot_minus_scratch" in r for r in tuned.values()):
         lines += ["", f"No agent trained from scratch at `{setting}` (`--scratch {setting}:NAME=GLOB`): the bar's "

@@ -126,8 +126,22 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
     return trainer.greedy_policy()
 
 
-def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
-              val_seeds: list[int] | None = None) -> GreedyPolicy:
+def _fine_tuned(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
+                keep_zero_shot: bool) -> tuple[GreedyPolicy | None, GreedyPolicy]:
+    """The greedy policies of :func:`fine_tune`'s run before it trains (None unless ``keep_zero_shot``) and
+    after its ``episodes``."""
+    document = load_checkpoint(checkpoint)
+    vdn = document["vdn_config"]
+    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
+    trainer = Trainer(config, vdn, episodes, seed)
+    trainer.initialise_from(document)
+    zero_shot = trainer.greedy_policy() if keep_zero_shot else None
+    while trainer.episode < episodes:
+        trainer.play_episodes()
+    return zero_shot, trainer.greedy_policy()
+
+
+def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
     A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
@@ -136,32 +150,32 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
     run (FedMarl's 10 episodes) trains at all.
 
-    With ``val_seeds``, the fine-tuned weights are kept only if they do better than the checkpoint's on
-    them: both greedy policies play one episode per validation seed in ``config``
+    Raises:
+        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s.
+    """
+    return _fine_tuned(checkpoint, config, episodes, seed, keep_zero_shot=False)[1]
+
+
+def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
+                        val_seeds: list[int]) -> tuple[GreedyPolicy, bool]:
+    """:func:`fine_tune`, keeping the fine-tuned weights only where they do better than the checkpoint's on
+    ``val_seeds``: both greedy policies play one episode per validation seed in ``config``
     (:func:`agents.validation.validate`), and the checkpoint's policy is returned unless the fine-tuned one's
     mean team return is higher (model selection on the new setting's validation episodes, as ``best.pt`` is
     chosen in training; it costs ``2 * len(val_seeds)`` greedy episodes there besides the ``episodes``).
 
+    Returns:
+        The policy kept and whether it is the fine-tuned one.
+
     Raises:
-        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s; bad
-            ``val_seeds`` (:func:`agents.validation.check_validation_seeds`).
+        ValueError: as :func:`fine_tune`; bad ``val_seeds`` (:func:`agents.validation.check_validation_seeds`).
     """
-    if val_seeds is not None:
-        val_seeds = check_validation_seeds(val_seeds)
-    document = load_checkpoint(checkpoint)
-    vdn = document["vdn_config"]
-    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
-    trainer = Trainer(config, vdn, episodes, seed)
-    trainer.initialise_from(document)
-    zero_shot = None if val_seeds is None else trainer.greedy_policy()
-    while trainer.episode < episodes:
-        trainer.play_episodes()
-    tuned = trainer.greedy_policy()
-    if val_seeds is None:
-        return tuned
+    val_seeds = check_validation_seeds(val_seeds)
+    zero_shot, tuned = _fine_tuned(checkpoint, config, episodes, seed, keep_zero_shot=True)
     env = ClientSelectionEnv(config, report_test_accuracy=TRAINING_TEST_REPORTS)
     zero_shot_return = validate(zero_shot, env, val_seeds).team_return
-    return tuned if validate(tuned, env, val_seeds).team_return > zero_shot_return else zero_shot
+    kept = validate(tuned, env, val_seeds).team_return > zero_shot_return
+    return (tuned if kept else zero_shot), kept
 
 
 def checkpoint_path(run_dir: Path) -> Path:

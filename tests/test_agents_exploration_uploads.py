@@ -72,3 +72,14 @@ def test_bad_exploration_uploads_are_refused_naming_the_value():
     for bad in ((1,), (1, 2, 3), (-1, 2)):
         with pytest.raises(ValueError, match=r"exploration_uploads=.*K L >= 0"):
             VDNConfig(exploration_uploads=bad).validate()
+
+
+def test_more_late_rounds_than_the_episode_has_are_refused():
+    with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 5\): L .* at most num_rounds=4"):
+        Trainer(ENV, VDNConfig(exploration_uploads=(1, 5)), episodes=1, seed=0)
+
+
+def test_the_option_reads_back_from_its_json():
+    config = VDNConfig(exploration_uploads=(1, 3))
+    assert config.to_dict()["exploration_uploads"] == [1, 3]
+    assert VDNConfig.from_dict(config.to_dict()) == config

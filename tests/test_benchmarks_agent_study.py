@@ -44,9 +44,8 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
     calls = []
 
-    def spy(checkpoint, config, episodes, seed, val_seeds=None):
+    def spy(checkpoint, config, episodes, seed):
         calls.append((checkpoint, config, episodes, seed))
-        assert val_seeds is None
         return common.fine_tune(checkpoint, config, episodes, seed)
 
     monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
@@ -378,11 +377,16 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
 
     calls = []
 
-    def fake_fine_tune(checkpoint, config, episodes, seed, val_seeds=None):  # a fixed policy stands in
-        calls.append((str(checkpoint), episodes, seed) + (() if val_seeds is None else (val_seeds,)))
+    def fake_fine_tune(checkpoint, config, episodes, seed):  # a fixed policy stands in for the fine-tuned run
+        calls.append((str(checkpoint), episodes, seed))
         return make_policy("fastest")
 
+    def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds):
+        calls.append((str(checkpoint), episodes, seed, val_seeds))
+        return make_policy("fastest"), checkpoint.name == "a.pt"  # a.pt keeps its fine-tuned weights
+
     monkeypatch.setattr(agent_study_groups, "fine_tune", fake_fine_tune)
+    monkeypatch.setattr(agent_study_groups, "fine_tune_validated", fake_fine_tune_validated)
     config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "4x" / "v +ft1.json"
 
     def group(checkpoints, episodes, seeds=(1000, 1001), val_seeds=None):
@@ -402,8 +406,12 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     assert group(["a.pt", "c.pt"], 2)[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other checkpoints
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other seeds
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == []
-    made = group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])[0]  # kept only where validation says so
+    made, validated = group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])  # kept where validation says
     assert made == [("a.pt", 2, 0, [500]), ("c.pt", 2, 1, [500])]
+    assert [(e["checkpoint"], e["kept_fine_tuned"]) for e in validated["v +ft1"]] == [
+        ("a.pt", True), ("a.pt", True), ("c.pt", False), ("c.pt", False)]
+    assert agent_study_groups.kept_runs(validated["v +ft1"]) == {"kept_runs": 1, "runs": 2}
+    assert agent_study_groups.kept_runs(per_episode["v +ft1"]) == {}
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])[0] == []
 
 
@@ -542,6 +550,7 @@ def test_validated_fine_tuning_keeps_the_weights_that_score_higher_on_the_valida
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)
     start = q_weights(GreedyPolicy.from_checkpoint(checkpoint))
     plain = q_weights(common.fine_tune(checkpoint, four_x, 2, 0))
+    assert same_weights(q_weights(common.fine_tune(checkpoint, four_x, 2, 0)), plain)  # deterministic
     assert not same_weights(plain, start)  # fine-tuning moved the weights, so the choice below is visible
     scored = []
 
@@ -552,11 +561,12 @@ def test_validated_fine_tuning_keeps_the_weights_that_score_higher_on_the_valida
         return Validation(zero_shot_score if is_start else tuned_score, 0.0)
 
     monkeypatch.setattr(common, "validate", fake_validate)
-    chosen = q_weights(common.fine_tune(checkpoint, four_x, 2, 0, val_seeds=[500, 501]))
+    chosen, kept = common.fine_tune_validated(checkpoint, four_x, 2, 0, [500, 501])
     assert sorted(scored) == [False, True]  # both policies were validated, once each
-    assert same_weights(chosen, start if keeps == "zero-shot" else plain)
+    assert same_weights(q_weights(chosen), start if keeps == "zero-shot" else plain)
+    assert kept is (keeps == "fine-tuned")
     with pytest.raises(ValueError, match=r"validation seeds \[10000\]"):
-        common.fine_tune(checkpoint, four_x, 2, 0, val_seeds=[10000])
+        common.fine_tune_validated(checkpoint, four_x, 2, 0, [10000])
 
 
 def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_out_seeds(tmp_path, capsys):
@@ -564,23 +574,34 @@ def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_o
         agent_study.main(["--runs", "v=missing.pt", "--fine-tune-val-seeds", "500", "--out", str(tmp_path)])
     assert "--fine-tune-val-seeds without --fine-tune-episodes" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        agent_study.main(["--quick", "--fine-tune-val-seeds", "1001", "--out", str(tmp_path)])
-    assert "validation seeds [1001] are also test seeds" in capsys.readouterr().err
+        agent_study.main(["--quick", "--fine-tune-val-seeds", "500", "1001", "--out", str(tmp_path)])
+    assert "--fine-tune-val-seeds 1001: held-out seeds" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        agent_study.main(["--quick", "--fine-tune-val-seeds", "10000", "--out", str(tmp_path)])
+    assert "validation seeds [10000] must be in [0, 10000)" in capsys.readouterr().err
+    assert not (tmp_path / "quick_runs").exists()  # refused before anything was trained
 
 
 def test_the_quick_study_fine_tunes_with_validation_into_a_variant_of_its_own(tmp_path, monkeypatch):
     seen = []
 
-    def spy(checkpoint, config, episodes, seed, val_seeds=None):
+    def spy(checkpoint, config, episodes, seed, val_seeds):
         seen.append(val_seeds)
-        return common.fine_tune(checkpoint, config, episodes, seed, val_seeds=val_seeds)
+        return common.fine_tune_validated(checkpoint, config, episodes, seed, val_seeds)
 
-    monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
+    monkeypatch.setattr(agent_study_groups, "fine_tune_validated", spy)
     assert agent_study.main(["--quick", "--fine-tune-val-seeds", "500", "501", "--settings", "4x",
                              "--out", str(tmp_path)]) == 0
     assert seen == [[500, 501], [500, 501]]  # each of the two runs
     rows = json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]
     assert list(rows) == ["main-job", "main-job +ft1-val"]
     assert rows["main-job"]["ft_minus_zero_shot"]["variant"] == "main-job +ft1-val"
-    key = json.loads((tmp_path / "4x" / "main-job +ft1-val.json").read_text())["key"]
-    assert key["fine_tune"]["val_seeds"] == [500, 501]
+    document = json.loads((tmp_path / "4x" / "main-job +ft1-val.json").read_text())
+    assert document["key"]["fine_tune"]["val_seeds"] == [500, 501]
+    kept = {e["checkpoint"]: e["kept_fine_tuned"] for e in document["per_episode"]["main-job +ft1-val"]}
+    tuned = rows["main-job"]["ft_minus_zero_shot"]
+    assert (tuned["kept_runs"], tuned["runs"]) == (sum(kept.values()), 2)
+    printed = agent_study_page.fine_tune_table("4x", rows)
+    assert any(f"| main-job +ft1-val ({tuned['kept_runs']} of 2 runs kept their fine-tuned weights) | main-job |"
+               in line for line in printed)
+    assert "kept only where they beat its zero-shot weights" in printed[0]
