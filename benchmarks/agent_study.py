@@ -44,8 +44,8 @@ and its rows in the all-policies table, and the page adds per setting a "fine-tu
 Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of the setting's configuration,
 the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. With
 ``--fine-tune-val-seeds S ...`` a run's fine-tuned weights are kept only where they beat its zero-shot weights
-on those validation seeds of the setting (one greedy episode each; ``fine_tune``'s ``val_seeds``), and the
-variant is named ``VARIANT +ftN-val``. A scratch
+on those validation seeds of the setting (one greedy episode each;
+:func:`benchmarks.common.fine_tune_validated`), and the variant is named ``VARIANT +ftN-val``. A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
 evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than

@@ -117,7 +117,7 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
 def fine_tuned_name(variant: str, episodes: int, validated: bool = False) -> str:
     """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``, or
     ``VARIANT +ftN-val`` when the fine-tuned weights are kept only if they beat the zero-shot ones on
-    validation seeds (:func:`benchmarks.common.fine_tune`'s ``val_seeds``)."""
+    validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
     return f"{variant} +ft{episodes}" + ("-val" if validated else "")
 
 
