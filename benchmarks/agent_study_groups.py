@@ -137,10 +137,9 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
     :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not
     beat them there) and pooled under ``name``, on ``seeds``; each episode records the checkpoint its run
     started from and, with ``val_seeds``, whether that run kept its fine-tuned weights (``kept_fine_tuned``).
-    Read from ``path`` when an
-    earlier run fine-tuned the same checkpoints for as many episodes with the same seeds (and validation
-    seeds) in the same configuration (no fine-tuning then), else fine-tuned, evaluated and written there
-    (:func:`cached_group`)."""
+    Read from ``path`` when an earlier run fine-tuned the same checkpoints for as many episodes with the same
+    seeds (and validation seeds) in the same configuration (no fine-tuning then), else fine-tuned, evaluated
+    and written there (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
     tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds})}
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),

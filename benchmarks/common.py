@@ -126,21 +126,6 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
     return trainer.greedy_policy()
 
 
-def _fine_tuned(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
-                keep_zero_shot: bool) -> tuple[GreedyPolicy | None, GreedyPolicy]:
-    """The greedy policies of :func:`fine_tune`'s run before it trains (None unless ``keep_zero_shot``) and
-    after its ``episodes``."""
-    document = load_checkpoint(checkpoint)
-    vdn = document["vdn_config"]
-    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
-    trainer = Trainer(config, vdn, episodes, seed)
-    trainer.initialise_from(document)
-    zero_shot = trainer.greedy_policy() if keep_zero_shot else None
-    while trainer.episode < episodes:
-        trainer.play_episodes()
-    return zero_shot, trainer.greedy_policy()
-
-
 def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
@@ -153,7 +138,14 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
     Raises:
         ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s.
     """
-    return _fine_tuned(checkpoint, config, episodes, seed, keep_zero_shot=False)[1]
+    document = load_checkpoint(checkpoint)
+    vdn = document["vdn_config"]
+    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
+    trainer = Trainer(config, vdn, episodes, seed)
+    trainer.initialise_from(document)
+    while trainer.episode < episodes:
+        trainer.play_episodes()
+    return trainer.greedy_policy()
 
 
 def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
@@ -171,7 +163,7 @@ def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed
         ValueError: as :func:`fine_tune`; bad ``val_seeds`` (:func:`agents.validation.check_validation_seeds`).
     """
     val_seeds = check_validation_seeds(val_seeds)
-    zero_shot, tuned = _fine_tuned(checkpoint, config, episodes, seed, keep_zero_shot=True)
+    zero_shot, tuned = GreedyPolicy.from_checkpoint(checkpoint), fine_tune(checkpoint, config, episodes, seed)
     env = ClientSelectionEnv(config, report_test_accuracy=TRAINING_TEST_REPORTS)
     zero_shot_return = validate(zero_shot, env, val_seeds).team_return
     kept = validate(tuned, env, val_seeds).team_return > zero_shot_return
