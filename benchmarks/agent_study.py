@@ -84,7 +84,15 @@ from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_SEED_BASE, training_seed
 from agents.validation import check_validation_seeds
-from benchmarks.agent_study_groups import Study, check_scratch, evaluate_setting, fine_tuned_name, shared_federation
+from benchmarks.agent_study_groups import (
+    Study,
+    check_scratch,
+    evaluate_setting,
+    fine_tuned_name,
+    parse_reference,
+    reference_policies,
+    shared_federation,
+)
 from benchmarks.agent_study_page import PAGE, README, markdown, write_pages
 from benchmarks.agent_study_rows import variant_differences
 from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS, setting_config
@@ -204,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "(DIR/FashionMNIST/raw/); never downloaded")
     parser.add_argument("--episodes", type=int, default=10, help="held-out seeds from 1000 (default: %(default)s)")
     parser.add_argument("--grid", default=DEFAULT_GRID, help="the schedules' k:L pairs (default: %(default)s)")
+    parser.add_argument("--references", nargs="+", default=[], metavar="POLICY[:OPTION=VALUE,...]",
+                        help="registered policies outside the bars' (e.g. stale-fastest, a closed-loop heuristic, "
+                             "or stale-fastest:drop=2), with the setting's num_rounds where they take it, each in its "
+                             "own probing mode: each variant's row adds its difference to the best of them; no bar "
+                             "reads them")
     parser.add_argument("--out", required=True, help="folder of the per-setting results (reused by reruns)")
     parser.add_argument("--write", action="store_true",
                         help="write the tables between the markers of --page and the short table into --readme")
@@ -281,6 +294,8 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     if clashes:
         raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN or +ftN-val)")
     scratch = parse_scratch(args.scratch)
+    fixed = list(QUICK_FIXED) if args.quick else list(compared_policies())
+    check_references(args.references, fixed, federation.num_rounds)
     seeds = held_out_seeds(args)
     settings = evaluated_settings(args, transferred)
     configs = {setting: setting_config(federation, setting, args.data_root) for setting in settings}
@@ -290,8 +305,29 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
     return Study(runs, learned, federation, transferred, episodes, args.fine_tune_val_seeds, tuned, scratch,
-                 list(QUICK_FIXED) if args.quick else list(compared_policies()),
-                 QUICK_GRID if args.quick else args.grid, seeds, settings, configs)
+                 fixed, QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references))
+
+
+def check_references(references: list[str], fixed: list[str], num_rounds: int) -> None:
+    """Refuse a ``--references`` item given twice, that names one of the bars' fixed policies (``fixed``), or whose
+    policy cannot be built in a federation of ``num_rounds`` rounds
+    (:func:`benchmarks.agent_study_groups.reference_policies`: a name that is not registered, an option the policy
+    does not take or a value it refuses).
+
+    Raises:
+        ValueError: naming the item and why.
+    """
+    for item in references:
+        name = parse_reference(item)[0]
+        if name in fixed:
+            raise ValueError(f"--references {item}: {name} is already a fixed policy of the bars; a reference is a "
+                             f"policy outside them (not one of {', '.join(fixed)})")
+        if references.count(item) > 1:
+            raise ValueError(f"--references names {item} twice")
+        try:
+            reference_policies([item], num_rounds)
+        except ValueError as error:
+            raise ValueError(f"--references {item}: {error}") from None
 
 
 def held_out_seeds(args: argparse.Namespace) -> list[int]:
@@ -302,16 +338,18 @@ def held_out_seeds(args: argparse.Namespace) -> list[int]:
 def command_line(args: argparse.Namespace) -> str:
     """The command the page says generated it (``--settings`` where it is not the default)."""
     chosen = args.settings != default_settings(args.data_root)
+    references = [" ".join(["--references", *args.references])] if args.references else []
     val_seeds = ([" ".join(["--fine-tune-val-seeds", *map(str, args.fine_tune_val_seeds)])]
                  if args.fine_tune_val_seeds is not None else [])
     options = [*([f"--settings {' '.join(args.settings)}"] if chosen else []),
                *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
                *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
+               *references,
                *([f"--data-root {args.data_root}"] if args.data_root else []),
                *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]
     return "python -m benchmarks.agent_study " + " ".join(
-        ["--quick", *val_seeds, *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else [])]
+        ["--quick", *val_seeds, *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []), *references]
         if args.quick else [
             f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
             *([" ".join(["--transfer-variants", *args.transfer_variants])]

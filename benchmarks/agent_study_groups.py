@@ -8,6 +8,7 @@ key."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from benchmarks.agent_study_rows import policy_rows, variant_differences, varian
 from benchmarks.agent_study_settings import setting_config
 from benchmarks.common import fine_tune, fine_tune_validated
 from benchmarks.schedules import parse_grid
-from fedenv.baselines import LateRoundsPolicy, make_policy
+from fedenv.baselines import LateRoundsPolicy, make_policy, options_for
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
@@ -179,7 +180,8 @@ class Study:
     the fine-tuned weights are kept as they are), their fine-tuned names (``tuned``: empty without
     fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
     held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
-    :func:`benchmarks.agent_study_settings.setting_config`)."""
+    :func:`benchmarks.agent_study_settings.setting_config`), and the reference policies outside the bars
+    (``references``: registered names, :func:`reference_policies`)."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
@@ -193,13 +195,52 @@ class Study:
     seeds: list[int]
     settings: list[str]
     configs: dict[str, EnvConfig]
+    references: list[str] = dataclasses.field(default_factory=list)
+
+
+def parse_reference(item: str) -> tuple[str, dict]:
+    """A ``--references`` item, ``NAME`` or ``NAME:OPTION=VALUE,...`` (values Python literals, e.g.
+    ``stale-fastest:drop=2,last_rounds=2``) -> ``(registered policy name, options)``.
+
+    Raises:
+        ValueError: an option that is not ``OPTION=VALUE`` with a literal value, naming it.
+    """
+    name, _, text = item.partition(":")
+    options = {}
+    for part in filter(None, text.split(",")):
+        key, sep, value = (piece.strip() for piece in part.partition("="))
+        try:
+            if not (sep and key):
+                raise ValueError(part)
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"reference {item!r}: option {part!r} is not OPTION=VALUE with a Python literal value "
+                             "(a number, string or boolean; e.g. stale-fastest:drop=2)") from None
+    return name, options
+
+
+def reference_policies(items: list[str], num_rounds: int) -> list:
+    """The policies of ``--references`` items (:func:`parse_reference`), each built by
+    :func:`fedenv.baselines.make_policy` with its options and ``num_rounds`` where it takes it (a schedule-like
+    policy counts the rounds left) and named by its item.
+
+    Raises:
+        ValueError: a name that is not registered, an option the policy does not take or a value it refuses.
+    """
+    policies = []
+    for item in items:
+        name, options = parse_reference(item)
+        policy = make_policy(name, **{**options_for(name, num_rounds=num_rounds), **options})
+        policy.name = item
+        policies.append(policy)
+    return policies
 
 
 def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],
                                                                      list[dict]]:
     """Evaluate (or read from ``OUT/<setting>``) every group of ``setting``: the fixed policies, the schedules,
-    the variants (every one in the trained setting, the transfer variants elsewhere), each transfer
-    variant's fine-tuned runs right after it and the setting's scratch variant last.
+    the reference policies (if any), the variants (every one in the trained setting, the transfer variants
+    elsewhere), each transfer variant's fine-tuned runs right after it and the setting's scratch variant last.
 
     Returns:
         ``(per_episode, rows, policies)``: the per-episode metrics by policy, the variants' rows
@@ -215,6 +256,10 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
     open_loop = schedules(study.grid, config.num_rounds)
     per_episode.update(evaluate_group(out / setting / "schedules.json", config, open_loop, seeds, probing=False))
     scheduled = [s.name for s in open_loop]
+    references = reference_policies(study.references, config.num_rounds)
+    if references:
+        per_episode.update(evaluate_group(out / setting / "references.json", config, references, seeds, probing=None))
+    referenced = [policy.name for policy in references]
     zero_shot = [name for name in study.runs if setting == "trained" or name in study.transferred]
     tuned = {} if setting == "trained" else {name: study.tuned[name] for name in zero_shot if name in study.tuned}
     scratch_name, scratch_paths = study.scratch.get(setting, (None, []))
@@ -232,14 +277,15 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
                                                 study.runs[name], study.fine_tune_episodes, seeds,
                                                 study.fine_tune_val_seeds))
             variants.append(tuned[name])
-    rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds) for name in variants}
+    rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds, referenced) for name in variants}
     for name, tuned_name in tuned.items():
         [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
         rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes,
                                             **kept_runs(per_episode[tuned_name])}
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)
-    policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled}, seeds)
+    policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled,
+                                         "reference": referenced}, seeds)
     return per_episode, rows, policies
 
 

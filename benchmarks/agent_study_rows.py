@@ -28,13 +28,14 @@ def signed_interval(value: float, low: float, high: float, digits: int = 3) -> s
 
 
 def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[str], scheduled: list[str],
-                seeds: list[int]) -> dict:
-    """One variant at one setting: its mean return, the best fixed policy and schedule, the paired
-    differences and the return ratio to the best fixed policy with their intervals, the spread over runs."""
+                seeds: list[int], references: list[str] = ()) -> dict:
+    """One variant at one setting: its mean return, the best fixed policy and schedule (and the best of the
+    ``references``, policies outside the bars, when given), the paired differences and the return ratio to the
+    best fixed policy with their intervals, the spread over runs."""
     values = value_matrix(per_episode[variant], "team_return", seeds)
     row = {"variant": variant, "runs": len(values), "seeds": len(seeds), "return": float(values.mean()),
            "run_std": float(values.mean(axis=1).std(ddof=1)) if len(values) > 1 else float("nan")}
-    for role, names in (("fixed", fixed), ("schedule", scheduled)):
+    for role, names in (("fixed", fixed), ("schedule", scheduled), ("reference", references)):
         if not names:
             continue
         best = best_fixed(per_episode, names)

@@ -7,6 +7,7 @@ against fine-tuning by hand), and the errors for bad --runs and --scratch."""
 import dataclasses
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -605,3 +606,30 @@ def test_the_quick_study_fine_tunes_with_validation_into_a_variant_of_its_own(tm
     assert any(f"| main-job +ft1-val ({tuned['kept_runs']} of 2 runs kept their fine-tuned weights) | main-job |"
                in line for line in printed)
     assert "kept only where they beat its zero-shot weights" in printed[0]
+
+
+def test_reference_policies_get_their_own_columns_and_rows_and_bad_ones_are_refused(tmp_path, capsys):
+    references = ["stale-fastest:last_rounds=1", "late-rounds:k=2,last_rounds=0"]
+    assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained",
+                             "--references", *references]) == 0
+    printed = capsys.readouterr().out
+    episodes = {}
+    for group in ("main-job", "references"):
+        episodes.update(json.loads((tmp_path / "trained" / f"{group}.json").read_text())["per_episode"])
+    assert all(e["probing"] is False for name in references for e in episodes[name])  # their own mode: no probing
+    mean = {name: np.mean([e["team_return"] for e in eps]) for name, eps in episodes.items()}
+    best = max(references, key=mean.get)
+    r = json.loads((tmp_path / "rows.json").read_text())["rows"]["trained"]["main-job"]
+    assert r["best_reference"] == best and r["minus_reference"] == pytest.approx(mean["main-job"] - mean[best])
+    assert "| best schedule | minus best schedule | best reference | minus best reference |" in printed
+    assert f"{best} ({mean[best]:.3f}) | {r['minus_reference']:+.3f}" in printed
+    assert all(f"| {name} | reference | no probing | 1 x 2 |" in printed for name in references)
+    assert "--references stale-fastest:last_rounds=1 late-rounds:k=2,last_rounds=0" in printed  # the command
+    assert not any(text.startswith("- ") and "reference" in text for text in printed.splitlines())  # no bar
+    for item, message in (("fedavg", "fedavg is already a fixed policy of the bars"),
+                          ("no-such-policy", "policy 'no-such-policy' is not known"),
+                          ("stale-fastest", "last_rounds=3, drop=1: need .* num_rounds=2"),  # 2 quick rounds
+                          ("stale-fastest:drop", "option 'drop' is not OPTION=VALUE")):
+        with pytest.raises(SystemExit):
+            agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained", "--references", item])
+        assert re.search(message, capsys.readouterr().err)

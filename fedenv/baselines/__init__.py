@@ -27,6 +27,7 @@ from fedenv.baselines.select_all import (
     FedProxPolicy,
     SelectAllPolicy,
 )
+from fedenv.baselines.stale_fastest import StaleFastestPolicy
 
 __all__ = [
     "DEFAULT_SELECT_FRACTION",
@@ -44,6 +45,7 @@ __all__ = [
     "Policy",
     "RandomPolicy",
     "SelectAllPolicy",
+    "StaleFastestPolicy",
     "candidates",
     "check_select_fraction",
     "compared_policies",
