@@ -43,7 +43,7 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import RESULT_FILES, config_differences, policy_config, shared_training_config
 from fedenv.fileio import claim_output_folder
 from fedenv.names import check_known
-from fedenv.observation import feature_names
+from fedenv.observation import feature_names, layout_options
 from fedenv.registry import POLICIES
 
 FIRST_EVAL_SEED = 1000
@@ -203,8 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     for each in learned:
         try:
-            each.check_layout(feature_names(env_config.history_length, env_config.observation_context,
-                                             env_config.observation_normalised))
+            each.check_layout(feature_names(**layout_options(env_config)))
         except ValueError as error:
             parser.error(str(error))
     policies, checkpoints = build_policies(names, learned, paths, args.select_fraction)

@@ -25,7 +25,7 @@ from fedenv.evaluation import evaluate_policies, per_episode_metrics
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
 from fedenv.fileio import atomic_write_json, json_text
 
-LEARNER_FIELDS = ("probing", "observation_context", "observation_normalised")
+LEARNER_FIELDS = ("probing", "observation_context", "observation_normalised", "observation_estimates")
 """EnvConfig fields a learner variant may set; the fixed policies and schedules take their own."""
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from fedenv.config import EnvConfig
 from fedenv.data.dataset import load_dataset
-from fedenv.observation import feature_names
+from fedenv.observation import feature_names, layout_options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +97,7 @@ def setting_config(federation: EnvConfig, setting: str, data_root: str | None = 
         config = (dataclasses.replace(config, data_root=data_root) if spec.needs_data_root else config).validate()
     except (ValueError, FileNotFoundError) as error:
         raise ValueError(f"setting {setting}: cannot build its configuration: {error}") from error
-    layout = [feature_names(c.history_length, c.observation_context, c.observation_normalised)
-              for c in (federation, config)]
+    layout = [feature_names(**layout_options(c)) for c in (federation, config)]
     if layout[0] != layout[1]:
         raise ValueError(f"setting {setting}: its observation layout differs from the training federation's "
                          f"({len(layout[1])} features vs {len(layout[0])}), so the agents cannot act in it")

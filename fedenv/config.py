@@ -221,6 +221,12 @@ class EnvConfig:
         "features whose range does not move with the number of clients or rounds: data size as a quantile "
         "among the clients, rounds since the last upload and the round index over a fixed 100-round horizon "
         "instead of over num_rounds (fedenv/observation.py; off by default)"))
+    observation_estimates: bool = _field(False, OBSERVATION_REWARD, (
+        "append three features of the server's per-client estimates, which the fixed policies read: the "
+        "client's expected round time (its latest probing plus upload latency, or its device-profile estimate "
+        "before its first report, as Oort, fastest and stale-fastest rank clients), its quantile among the "
+        "round's candidates and the quantile of its rounds since the last upload (fedenv/observation.py; off "
+        "by default)"))
     utility: str = _field("exp64", OBSERVATION_REWARD, (
         "accuracy utility U of the reward: exp64, (64**a - 1) / 63 (our default: an exponential utility "
         "after FAVOR's, Wang et al., INFOCOM 2020, scaled to [0, 1]; FedMarl's reward, arXiv 2201.02932 "

@@ -26,8 +26,9 @@ from gymnasium import spaces
 
 from fedenv.config import EnvConfig
 from fedenv.engine import EnvProcess
+from fedenv.latency import expected_round_s
 from fedenv.names import check_known
-from fedenv.observation import build_observations, feature_bounds, feature_names
+from fedenv.observation import build_observations, feature_bounds, feature_names, layout_options
 from fedenv.reward import charged_traffic_mb, team_reward
 from fedenv.round_records import RoundOutcome
 from fedenv.simulator import FederationSimulator, run_alone
@@ -111,9 +112,8 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self.reward_weights = (cfg.accuracy_weight, cfg.latency_weight, cfg.comm_weight)
         self.possible_agents = [f"client_{i}" for i in range(cfg.num_clients)]
         self.agents: list[str] = []
-        layout = (cfg.history_length, cfg.observation_context, cfg.observation_normalised)
-        self.feature_names = feature_names(*layout)
-        low, high = feature_bounds(*layout)
+        self.feature_names = feature_names(**layout_options(cfg))
+        low, high = feature_bounds(**layout_options(cfg))
         self._observation_space = spaces.Dict({
             "observation": spaces.Box(low, high, dtype=np.float32),
             "action_mask": spaces.Box(0, 1, (2,), dtype=np.int8),
@@ -124,6 +124,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         self._done = True
         self._observations = None
         self._last: RoundOutcome | None = None
+        self._profile_round_s: np.ndarray | None = None
 
     def observation_space(self, agent: str) -> spaces.Dict:
         """The same ``Dict`` space object for every agent and every call."""
@@ -152,6 +153,7 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
         episode_seed = int(seed) if seed is not None else int(self._root_rng.integers(2**62))
         self._last = None
         yield from self.simulator.reset_process(episode_seed)
+        self._profile_round_s = self.simulator.profile_round_s() if self.config.observation_estimates else None
         self.agents = list(self.possible_agents)
         self._done = False
         self._observations = self._observe()
@@ -246,6 +248,9 @@ class ClientSelectionEnv(pettingzoo.ParallelEnv):
             reference_latency_s=sim.reference_latency_s,
             context=cfg.observation_context,
             normalised=cfg.observation_normalised,
+            expected_round_s=(expected_round_s(sim.clients.probe_latency_hist_s[:, 0],
+                                               sim.clients.upload_latency_hist_s[:, 0], self._profile_round_s)
+                              if cfg.observation_estimates else None),
         )
         return {
             agent: {

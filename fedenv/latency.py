@@ -89,3 +89,20 @@ def capped_latency_s(latency_s: float, deadline_s: float | None, probe_s: np.nda
         return latency_s
     probing_s = float(np.max(probe_s)) if len(probe_s) else 0.0
     return min(latency_s, max(deadline_s, probing_s))
+
+
+def reported_round_s(probe_latency_s, upload_latency_s):
+    """A client's expected round time from its latest reports, s: its probing latency plus its upload latency
+    (the probing latency again before its first upload), elementwise over arrays or scalars; 0 where it has
+    reported nothing (probing latency 0). The terms are a round's: download and first epoch, then upload."""
+    probe, upload = np.asarray(probe_latency_s, dtype=np.float64), np.asarray(upload_latency_s, dtype=np.float64)
+    return probe + np.where(upload > 0, upload, probe)
+
+
+def expected_round_s(probe_latency_s: np.ndarray, upload_latency_s: np.ndarray,
+                     profile_round_s: np.ndarray) -> np.ndarray:
+    """``(K,)`` each client's expected round time, s, as the server estimates it: :func:`reported_round_s` once it
+    has reported a probing latency, else its device-profile estimate ``profile_round_s``
+    (:meth:`fedenv.simulator.FederationSimulator.profile_round_s`; FedScale's ``registerDuration``)."""
+    probe = np.asarray(probe_latency_s, dtype=np.float64)
+    return np.where(probe > 0, reported_round_s(probe, upload_latency_s), np.asarray(profile_round_s, dtype=np.float64))

@@ -41,6 +41,22 @@ candidate (all agents run on the server), are appended:
                                       client)
 ====================================  =================================================  ===========
 
+``observation_estimates``: three features of the server's per-client estimates, which the fixed
+policies read (Oort's and ``fastest``'s speed, ``stale-fastest``'s staleness), are appended last:
+
+====================================  =================================================  ===========
+``expected_round_latency``            the client's expected round time / reference       [0, 50]
+                                      latency: its latest probing latency plus its
+                                      latest upload latency, or its device-profile
+                                      estimate before its first report
+                                      (:func:`fedenv.latency.expected_round_s`)
+``expected_round_quantile``           quantile of that time among the round's            [0, 1]
+                                      candidates (0 for a non-candidate)
+``rounds_since_last_upload_quantile`` quantile of the rounds since the last upload       [0, 1]
+                                      among the round's candidates (0 for a
+                                      non-candidate)
+====================================  =================================================  ===========
+
 A quantile is ``(rank - 1) / (n - 1)`` with ``rank`` the average rank (ties share it,
 ``scipy.stats.rankdata(method="average")``) among ``n`` values, 0.5 when ``n = 1``; a NaN loss ranks
 last. Without probing (``probing=False``) the probing columns hold each client's report from the last
@@ -71,11 +87,21 @@ NUM_CANDIDATES_LOG_SCALE = 3.0
 CONTEXT_FEATURES = ("probing_loss_quantile", "probe_latency_quantile", "slowest_probe_latency",
                     "num_candidates_log")
 """The features ``observation_context`` appends, in order."""
+ESTIMATE_FEATURES = ("expected_round_latency", "expected_round_quantile", "rounds_since_last_upload_quantile")
+"""The features ``observation_estimates`` appends, in order (after the context's)."""
 
 
-def feature_names(history_length: int, context: bool = False, normalised: bool = False) -> list[str]:
+def layout_options(config) -> dict:
+    """The keyword arguments of :func:`feature_names` and :func:`feature_bounds` for an
+    :class:`~fedenv.config.EnvConfig` ``config`` (its ``history_length`` and ``observation_*`` fields)."""
+    return dict(history_length=config.history_length, context=config.observation_context,
+                normalised=config.observation_normalised, estimates=config.observation_estimates)
+
+
+def feature_names(history_length: int, context: bool = False, normalised: bool = False,
+                  estimates: bool = False) -> list[str]:
     """Names of the observation features in order (length ``2 * history_length + 7``, plus 4 with
-    ``context``; module docstring)."""
+    ``context`` and 3 with ``estimates``; module docstring)."""
     data, since, round_index = (("data_size_quantile", "rounds_since_last_upload_h100", "round_index_h100")
                                 if normalised else ("data_size", "rounds_since_last_upload", "round_fraction"))
     return (
@@ -84,15 +110,18 @@ def feature_names(history_length: int, context: bool = False, normalised: bool =
         + [f"upload_latency_hist_{i}" for i in range(history_length)]
         + ["model_size_mb", data, since, round_index, "is_candidate", "global_accuracy"]
         + (list(CONTEXT_FEATURES) if context else [])
+        + (list(ESTIMATE_FEATURES) if estimates else [])
     )
 
 
-def feature_bounds(history_length: int, context: bool = False, normalised: bool = False
+def feature_bounds(history_length: int, context: bool = False, normalised: bool = False, estimates: bool = False
                    ) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` float32 arrays of the observation Box (same arguments as :func:`feature_names`)."""
     high = [5.0] + [50.0] * (2 * history_length) + [1.0, 1.0 if normalised else 20.0, 1.0, 1.0, 1.0, 1.0]
     if context:
         high += [1.0, 1.0, 50.0, 1.0]
+    if estimates:
+        high += [50.0, 1.0, 1.0]
     high = np.array(high, dtype=np.float32)
     return np.zeros_like(high), high
 
@@ -125,6 +154,24 @@ def candidate_context(probing_loss: np.ndarray, probe_latency_s: np.ndarray, is_
     return out
 
 
+def candidate_estimates(expected_round_s: np.ndarray, rounds_since_upload: np.ndarray, is_candidate: np.ndarray,
+                        reference_latency_s: float) -> np.ndarray:
+    """``(K, 3)`` columns of :data:`ESTIMATE_FEATURES` (module docstring), unclipped.
+
+    Args:
+        expected_round_s: ``(K,)`` each client's expected round time, s (:func:`fedenv.latency.expected_round_s`).
+        rounds_since_upload: ``(K,)`` rounds since each client last uploaded. is_candidate: ``(K,)`` bool.
+        reference_latency_s: latency scale, s.
+    """
+    out = np.zeros((len(is_candidate), 3))
+    out[:, 0] = np.asarray(expected_round_s, dtype=np.float64) / reference_latency_s
+    chosen = np.flatnonzero(is_candidate)
+    if len(chosen):
+        out[chosen, 1] = quantile(np.asarray(expected_round_s)[chosen])
+        out[chosen, 2] = quantile(np.asarray(rounds_since_upload)[chosen])
+    return out
+
+
 def build_observations(
     probing_loss: np.ndarray,
     probe_latency_hist_s: np.ndarray,
@@ -140,6 +187,7 @@ def build_observations(
     reference_latency_s: float,
     context: bool = False,
     normalised: bool = False,
+    expected_round_s: np.ndarray | None = None,
 ) -> np.ndarray:
     """Stack every client's scaled, clipped observation.
 
@@ -157,9 +205,12 @@ def build_observations(
         reference_latency_s: latency scale, s.
         context, normalised: the layout options (module docstring; ``EnvConfig.observation_context`` and
             ``EnvConfig.observation_normalised``).
+        expected_round_s: ``(K,)`` each client's expected round time, s, to append the
+            :data:`ESTIMATE_FEATURES` (``EnvConfig.observation_estimates``); None: not appended.
 
     Returns:
-        float32 ``(K, 2h + 7)`` (``(K, 2h + 11)`` with ``context``), inside :func:`feature_bounds`.
+        float32 ``(K, 2h + 7)`` (4 columns more with ``context``, then 3 more with ``expected_round_s``),
+        inside :func:`feature_bounds`.
     """
     k, h = probe_latency_hist_s.shape
     since = np.asarray(rounds_since_upload, dtype=np.float64)[:, None]
@@ -184,6 +235,8 @@ def build_observations(
     ]
     if context:
         columns.append(candidate_context(probing_loss, probe_latency_hist_s[:, 0], is_candidate, reference_latency_s))
-    low, high = feature_bounds(h, context, normalised)
+    if expected_round_s is not None:
+        columns.append(candidate_estimates(expected_round_s, rounds_since_upload, is_candidate, reference_latency_s))
+    low, high = feature_bounds(h, context, normalised, expected_round_s is not None)
     stacked = np.nan_to_num(np.concatenate(columns, axis=1), nan=0.0, posinf=float(high.max()))
     return np.clip(stacked, low, high).astype(np.float32)

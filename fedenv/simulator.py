@@ -117,6 +117,16 @@ class FederationSimulator:
         self._score()
         yield from self.begin_round_process()
 
+    def profile_round_s(self) -> np.ndarray:
+        """``(K,)`` each client's round time estimated from its device profile, s, for the current episode (which
+        assigns the trace clients): the download, one local epoch of its data (:func:`samples_per_epoch`) and
+        the upload, at its median bandwidth and device speed (:meth:`fedenv.traces.TraceReplay.profile_round_s`,
+        as FedScale's client manager estimates a client's duration before it has taken part). These are the
+        terms a client's reports cover (probing latency: download and first epoch; upload latency), so an
+        estimate ranks against reported latencies like for like (:func:`fedenv.latency.expected_round_s`)."""
+        samples = samples_per_epoch(self.clients.data_size, self.config.batch_size, self.federation.drop_last)
+        return self.replay.profile_round_s(np.asarray(samples))
+
     def begin_round_process(self) -> EnvProcess[None]:
         """Set the round's learning rate (``lr * lr_decay**round``), draw the round's candidates among the
         online clients and, with ``config.probing``, train their probing epoch (without it nobody trains

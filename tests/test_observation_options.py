@@ -1,5 +1,6 @@
-"""The observation options (fedenv/observation.py): candidate context and K/T-normalised features,
-values worked by hand for a small constructed round; both off by default."""
+"""The observation options (fedenv/observation.py): candidate context, K/T-normalised features and the server's
+estimates, values worked by hand for a small constructed round, the env's estimates against the baselines' own
+expected round times; all off by default."""
 
 from __future__ import annotations
 
@@ -8,8 +9,18 @@ import math
 import numpy as np
 import pytest
 
+from fedenv.baselines.base import expected_duration_s
 from fedenv.env import ClientSelectionEnv
-from fedenv.observation import CONTEXT_FEATURES, build_observations, feature_bounds, feature_names
+from fedenv.evaluation.rollout import profile_duration_s
+from fedenv.latency import expected_round_s
+from fedenv.observation import (
+    CONTEXT_FEATURES,
+    ESTIMATE_FEATURES,
+    build_observations,
+    feature_bounds,
+    feature_names,
+    layout_options,
+)
 from tests.helpers import tiny_config
 
 H = 2
@@ -72,12 +83,50 @@ def test_normalised_columns_by_hand():
                                rtol=1e-6)
 
 
+def test_estimate_columns_by_hand():
+    expected = np.array([40.0, 10.0, 5.0, 20.0])
+    obs = build_observations(**ROUND, expected_round_s=expected)
+    names = feature_names(H, estimates=True)
+    assert obs.shape == (4, len(names)) == (4, 2 * H + 10)
+    np.testing.assert_allclose(column(obs, names, "expected_round_latency"), [4.0, 1.0, 0.5, 2.0])
+    # candidates 0, 1, 3 take 40, 10, 20 s -> ranks 3, 1, 2; client 2 is no candidate
+    np.testing.assert_allclose(column(obs, names, "expected_round_quantile"), [1.0, 0.0, 0.0, 0.5])
+    # rounds since the last upload of the candidates: 0, 50, 100 -> ranks 1, 2, 3
+    np.testing.assert_allclose(column(obs, names, "rounds_since_last_upload_quantile"), [0.0, 0.5, 0.0, 1.0])
+    np.testing.assert_array_equal(obs[:, :2 * H + 7], build_observations(**ROUND))
+    both = build_observations(**ROUND, context=True, expected_round_s=expected)
+    assert feature_names(H, context=True, estimates=True)[-3:] == list(ESTIMATE_FEATURES)
+    np.testing.assert_array_equal(both[:, -3:], obs[:, -3:])
+
+
+def test_the_expected_round_time_is_the_reports_then_the_profile_by_hand():
+    # reported 2 s probe + 3 s upload; 2 s probe, no upload yet (the probe counts twice); nothing: the profile
+    np.testing.assert_allclose(expected_round_s(np.array([2.0, 2.0, 0.0]), np.array([3.0, 0.0, 0.0]),
+                                                np.array([9.0, 9.0, 7.0])), [5.0, 4.0, 7.0])
+
+
+def test_the_envs_estimates_are_the_times_the_fixed_policies_rank_by():
+    env = ClientSelectionEnv(tiny_config(num_clients=5, clients_per_round=3, num_rounds=4, probing=False,
+                                         observation_estimates=True))
+    observations, infos = env.reset(seed=2)
+    column_index = env.feature_names.index("expected_round_latency")
+    for played in ([1, 0, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 0, 0]):
+        profile = profile_duration_s(env)
+        for agent in env.possible_agents:
+            reference = expected_duration_s(agent, infos[agent], profile) / env.simulator.reference_latency_s
+            assert observations[agent]["observation"][column_index] == pytest.approx(reference, rel=1e-5)
+        observations, _, _, _, infos = env.step(dict(zip(env.possible_agents, played)))
+
+
 @pytest.mark.parametrize("context", [False, True])
 @pytest.mark.parametrize("normalised", [False, True])
-def test_the_env_observes_the_chosen_layout_inside_its_box(context, normalised):
-    env = ClientSelectionEnv(tiny_config(observation_context=context, observation_normalised=normalised))
-    assert env.feature_names == feature_names(env.config.history_length, context, normalised)
-    low, high = feature_bounds(env.config.history_length, context, normalised)
+@pytest.mark.parametrize("estimates", [False, True])
+def test_the_env_observes_the_chosen_layout_inside_its_box(context, normalised, estimates):
+    env = ClientSelectionEnv(tiny_config(observation_context=context, observation_normalised=normalised,
+                                         observation_estimates=estimates))
+    assert env.feature_names == feature_names(**layout_options(env.config))
+    assert env.feature_names == feature_names(env.config.history_length, context, normalised, estimates)
+    low, high = feature_bounds(env.config.history_length, context, normalised, estimates)
     observations, _ = env.reset(seed=3)
     space = env.observation_space("client_0")["observation"]
     np.testing.assert_array_equal(space.high, high)

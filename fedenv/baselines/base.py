@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from fedenv.latency import reported_round_s
+
 DEFAULT_SELECT_FRACTION = 0.4
 """Share of the candidates that the fixed-ratio policies (fedcm-ucb, fedcm-ts, oort, fastest) select by
 default: FedCM's main runs sample 8 of 20 clients (Kim et al., arXiv 2012.03270, Fig. 3 and Tables 3-5,
@@ -128,8 +130,7 @@ def predicted_duration_s(info: Mapping[str, Any]) -> float:
     """A client's expected round time in seconds from what the server has seen: its latest probing
     latency plus its latest upload latency (the probing latency again before its first upload); 0 for
     a client that has reported nothing (see :func:`expected_duration_s`)."""
-    upload = info["upload_latency_s"] if info["upload_latency_s"] > 0 else info["probe_latency_s"]
-    return info["probe_latency_s"] + upload
+    return float(reported_round_s(info["probe_latency_s"], info["upload_latency_s"]))
 
 
 def expected_duration_s(agent: str, info: Mapping[str, Any], profile_duration_s: Mapping[str, float]) -> float:

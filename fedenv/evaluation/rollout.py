@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from fedenv.baselines.base import Policy
 from fedenv.config import EVALUATION_SPLITS
 from fedenv.env import ClientSelectionEnv, policy_infos
-from fedenv.simulator import samples_per_epoch
 
 
 @dataclass
@@ -122,13 +119,8 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: 
 
 def profile_duration_s(env: ClientSelectionEnv) -> dict[str, float]:
     """``agent -> `` each client's round time estimated from its device profile in the trace, s, for the
-    episode ``env`` was last reset to (the episode assigns the trace clients): the download, one local
-    epoch of its data (:func:`fedenv.simulator.samples_per_epoch`) and the upload, at its median bandwidth
-    and device speed (:meth:`fedenv.traces.TraceReplay.profile_round_s`, as FedScale's client manager
-    estimates a client's duration before it has taken part). These are the terms a client's reports
-    cover (probing latency: download and first epoch; upload latency), so that an estimate ranks against
-    reported latencies like for like (:func:`fedenv.baselines.base.expected_duration_s`)."""
-    sim = env.simulator
-    samples = samples_per_epoch(sim.clients.data_size, env.config.batch_size, sim.federation.drop_last)
-    seconds = sim.replay.profile_round_s(np.asarray(samples))
-    return {agent: float(s) for agent, s in zip(env.possible_agents, seconds)}
+    episode ``env`` was last reset to (:meth:`fedenv.simulator.FederationSimulator.profile_round_s`: the
+    download, one local epoch of its data and the upload, as FedScale's client manager estimates a client's
+    duration before it has taken part), so that an estimate ranks against reported latencies like for like
+    (:func:`fedenv.baselines.base.expected_duration_s`)."""
+    return {agent: float(s) for agent, s in zip(env.possible_agents, env.simulator.profile_round_s())}
