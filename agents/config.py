@@ -15,6 +15,7 @@ from agents.mixers import MIXERS
 from agents.networks import Q_NETWORKS
 from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
+from fedenv.registry import POLICIES
 
 RENAMED = {
     "lr": "learning_rate",
@@ -93,6 +94,18 @@ class VDNConfig:
     mixing_embed_dim: int = field(default=32, metadata={"help": (
         "width of the qmix mixer's hidden layer and of the straggler cost network's, >= 1 (PyMARL's "
         "mixing_embed_dim; unused by vdn)")})
+    demonstrator: str = field(default="", metadata={"help": (
+        "a registered fixed policy (fedenv.registry.POLICIES, e.g. stale-fastest) that labels every training "
+        "state with its joint action: an exploring candidate plays the demonstrator's action instead of a coin "
+        "flip (so while epsilon is 1 the episodes are the demonstrator's), and the loss adds DQfD's large-margin "
+        "supervised term on the labelled candidates (Hester et al., AAAI 2018, Eq. 2; labels on the learner's "
+        "own states as in DAgger, Ross et al., AISTATS 2011; agents/demonstrations.py); empty (the default): none")})
+    demonstration_margin: float = field(default=0.8, metadata={"help": (
+        "DQfD's margin l(a_E, a) for an action other than the demonstrator's, >= 0, in Q's scaled units "
+        "(Hester et al.'s 0.8)")})
+    demonstration_weight: float = field(default=1.0, metadata={"help": (
+        "weight lambda_2 of the supervised margin term beside the TD loss, >= 0 (Hester et al.'s 1.0); read "
+        "only with a demonstrator")})
     prioritized_replay: bool = field(default=False, metadata={"help": (
         "proportional prioritised replay (Schaul et al., ICLR 2016; agents/replay.py); off by default: "
         "uniform replay. The prioritized_replay_* names are OpenAI Baselines' and RLlib's; SB3's DQN has none")})
@@ -110,6 +123,8 @@ class VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
         check_known(self.mixer, MIXERS, "vdn mixer")
         check_known(self.q_network, Q_NETWORKS, "vdn q_network")
+        if self.demonstrator:
+            check_known(self.demonstrator, POLICIES, "vdn demonstrator")
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
                      "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:
@@ -125,6 +140,9 @@ class VDNConfig:
                      "prioritized_replay_alpha", "prioritized_replay_beta"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
+        for name in ("demonstration_margin", "demonstration_weight"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"vdn {name}={getattr(self, name)!r} must be >= 0")
         for name in ("learning_rate", "max_grad_norm", "reward_scale", "prioritized_replay_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agents.demonstrations import demonstrated_actions
 from agents.nstep import NStepWindow, Transition
-from fedenv.env import ClientSelectionEnv
+from fedenv.baselines.base import Policy
+from fedenv.env import ClientSelectionEnv, policy_infos
 
 
 def stack_observations(env: ClientSelectionEnv, observations: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -39,6 +41,8 @@ class RunningEpisode:
     ``env`` is an environment of the configuration played (its agents and model size are read; the episode
     itself may be played elsewhere, e.g. by a Ray actor). ``epsilon``: the exploration rate of the last
     action; ``summary``: set by the step that ends the episode (without TD losses: the learner adds them).
+    ``demonstrator``: the fixed policy that labels the episode's states (:mod:`agents.demonstrations`; set by
+    :meth:`start_demonstration`), and ``demo_actions`` ``(K,)`` its joint action in ``obs``; None without one.
     """
 
     env: ClientSelectionEnv
@@ -53,6 +57,18 @@ class RunningEpisode:
     epsilon: float = 0.0
     done: bool = False
     summary: EpisodeSummary | None = None
+    demonstrator: Policy | None = None
+    demo_actions: np.ndarray | None = None
+
+    def start_demonstration(self, demonstrator: Policy, seed: int, profile_duration_s: dict[str, float],
+                            observations: dict, infos: dict) -> None:
+        """Let ``demonstrator`` label this episode, reset with the episode's ``seed`` and given the clients'
+        device-profile estimates as :func:`fedenv.evaluation.run_episode` does; ``observations`` and ``infos``:
+        the episode's reset output."""
+        demonstrator.reset(seed)
+        demonstrator.register_clients(profile_duration_s, self.env.config.probing)
+        self.demonstrator = demonstrator
+        self.demo_actions = demonstrated_actions(demonstrator, self.env.possible_agents, observations, infos)
 
     def record(self, action: np.ndarray, output: tuple) -> list[Transition]:
         """Account for one environment step: ``action`` ``(K,)`` was played and the env returned ``output``
@@ -65,13 +81,18 @@ class RunningEpisode:
         agent = self.env.possible_agents[0]
         next_obs, next_mask = stack_observations(self.env, observations)
         transitions = self.window.push(self.obs, self.mask, action, rewards[agent], next_obs, next_mask,
-                                       terminations[agent], truncations[agent])
+                                       terminations[agent], truncations[agent], self.demo_actions)
         self.team_return += rewards[agent]
         self.candidates += int(self.mask[:, 1].sum())
         self.uploads += int((action * self.mask[:, 1]).sum())
         self.obs, self.mask = next_obs, next_mask
         self.rounds += 1
         self.done = bool(terminations[agent] or truncations[agent])
+        if self.demonstrator is not None:
+            self.demonstrator.observe(policy_infos(infos))
+            if not self.done:
+                self.demo_actions = demonstrated_actions(self.demonstrator, self.env.possible_agents, observations,
+                                                         infos)
         if self.done:
             info = infos[agent]
             self.summary = EpisodeSummary(self.team_return, info["test_accuracy"], info["wall_clock_s"],

@@ -23,7 +23,9 @@ class Transition:
 
     Shapes: ``obs``/``next_obs`` ``(K, d)``; ``mask``/``next_mask`` ``(K, 2)`` (1 = allowed action);
     ``actions`` ``(K,)``. ``reward``: the discounted sum of the ``m`` team rewards; ``discount``:
-    ``gamma ** m``; ``terminated``: the window ended in a terminal state (no bootstrap).
+    ``gamma ** m``; ``terminated``: the window ended in a terminal state (no bootstrap);
+    ``demo_actions`` ``(K,)``: a demonstrator's joint action in ``obs`` (:mod:`agents.demonstrations`), or
+    None when the run has no demonstrator.
     """
 
     obs: np.ndarray
@@ -34,6 +36,7 @@ class Transition:
     next_obs: np.ndarray
     next_mask: np.ndarray
     terminated: bool
+    demo_actions: np.ndarray | None = None
 
 
 class NStepWindow:
@@ -56,15 +59,16 @@ class NStepWindow:
         return len(self._steps)
 
     def push(self, obs, mask, actions, reward: float, next_obs, next_mask, terminated: bool,
-             truncated: bool) -> list[Transition]:
-        """Record one environment step (arrays of shape ``(K, d)``, ``(K, 2)``, ``(K,)``).
+             truncated: bool, demo_actions: np.ndarray | None = None) -> list[Transition]:
+        """Record one environment step (arrays of shape ``(K, d)``, ``(K, 2)``, ``(K,)``; ``demo_actions``
+        ``(K,)``: a demonstrator's joint action in ``obs``, kept with the transition that starts here).
 
         Returns:
             The transitions completed by this step: the one starting ``n_step - 1`` steps back once its
             ``n_step`` rewards are known, and at the episode's end (termination: no bootstrap; truncation:
             bootstrap from ``next_obs``) every shorter window still open.
         """
-        self._steps.append((obs, mask, actions, float(reward)))
+        self._steps.append((obs, mask, actions, float(reward), demo_actions))
         done = []
         if len(self._steps) == self.n_step:
             done.append(self._pop(next_obs, next_mask, terminated))
@@ -74,7 +78,7 @@ class NStepWindow:
 
     def _pop(self, next_obs, next_mask, terminated: bool) -> Transition:
         rewards = [step[3] for step in self._steps]
-        obs, mask, actions, _ = self._steps.popleft()
+        obs, mask, actions, _, demo_actions = self._steps.popleft()
         reward = sum(self.gamma**j * r for j, r in enumerate(rewards))
         return Transition(obs, mask, actions, reward, self.gamma ** len(rewards), next_obs, next_mask,
-                          bool(terminated))
+                          bool(terminated), demo_actions)

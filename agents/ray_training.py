@@ -37,6 +37,7 @@ from agents.vdn import VDNLearner
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions, start_ray
 from fedenv.env import ClientSelectionEnv
+from fedenv.evaluation.rollout import profile_duration_s
 from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 MAX_RESTARTS = 4
@@ -96,6 +97,11 @@ class FederationWorker(WorkerProcess):
         self._seeds, self._played = list(seeds), lengths
         return outputs, rounds / max(time.perf_counter() - start, 1e-9)
 
+    def profile_duration_s(self, j: int) -> dict[str, float]:
+        """Federation ``j``'s device-profile round-time estimates, s, for the episode it was last reset to
+        (:func:`fedenv.evaluation.rollout.profile_duration_s`)."""
+        return profile_duration_s(self.vector.envs[j])
+
     def _replay(self, seeds: list[int], histories: list[list[np.ndarray]]) -> dict[int, tuple]:
         envs = self.vector.envs[: len(seeds)]
         outputs = dict(enumerate(drive_together([env.reset_process(seed) for env, seed in zip(envs, seeds)])))
@@ -125,12 +131,17 @@ class RemoteFederations:
         self._seeds: list[int] = []
         self._histories: list[list[np.ndarray]] = []
 
-    def reset(self, seeds: list[int]) -> list[dict]:
+    def reset(self, seeds: list[int]) -> list[tuple[dict, dict]]:
         if len(seeds) > len(self.workers) * self.per_worker:
             raise ValueError(f"{len(seeds)} episodes for {len(self.workers)} actors of {self.per_worker} federations")
         self._seeds, self._histories = list(seeds), [[] for _ in seeds]
         started = self._advance(range(len(seeds)))
-        return [started[i][0] for i in range(len(seeds))]
+        return [started[i] for i in range(len(seeds))]
+
+    def profile_duration_s(self, i: int) -> dict[str, float]:
+        import ray
+
+        return ray.get(self.workers[i // self.per_worker].profile_duration_s.remote(i % self.per_worker))
 
     def step(self, actions: dict[int, np.ndarray]) -> dict[int, tuple]:
         for i, action in actions.items():

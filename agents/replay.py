@@ -11,6 +11,9 @@ import torch
 
 from agents.nstep import Transition
 
+NO_DEMONSTRATION = -1
+"""``demo_actions`` entry of a transition without a demonstrator's action."""
+
 
 @dataclass
 class Batch:
@@ -21,7 +24,8 @@ class Batch:
     of team rewards; ``discount`` ``(B,)`` ``gamma ** m`` for the ``m`` rewards summed; ``terminated``
     ``(B,)`` 1.0 where the n-step window ended in a terminal state (no bootstrap). From a prioritised
     buffer also ``weight`` ``(B,)``, the importance-sampling weights, and ``index`` ``(B,)``, the buffer
-    slots sampled (None from a uniform buffer).
+    slots sampled (None from a uniform buffer). ``demo_actions`` ``(B, K)`` int64: the demonstrator's joint
+    action in ``obs`` (:mod:`agents.demonstrations`), -1 where the transition has none.
     """
 
     obs: torch.Tensor
@@ -32,6 +36,7 @@ class Batch:
     next_mask: torch.Tensor
     discount: torch.Tensor
     terminated: torch.Tensor
+    demo_actions: torch.Tensor | None = None
     weight: torch.Tensor | None = None
     index: np.ndarray | None = None
 
@@ -59,6 +64,7 @@ class ReplayBuffer:
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.discount = np.zeros(capacity, dtype=np.float32)
         self.terminated = np.zeros(capacity, dtype=np.float32)
+        self.demo_actions = np.full((capacity, num_agents), NO_DEMONSTRATION, dtype=np.int64)
         self.size = 0
         self.position = 0
 
@@ -72,6 +78,7 @@ class ReplayBuffer:
         self.reward[i], self.discount[i] = transition.reward, transition.discount
         self.next_obs[i], self.next_mask[i] = transition.next_obs, transition.next_mask
         self.terminated[i] = float(transition.terminated)
+        self.demo_actions[i] = NO_DEMONSTRATION if transition.demo_actions is None else transition.demo_actions
         self.position = (self.position + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
@@ -81,7 +88,7 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty replay buffer")
         return self._batch(rng.integers(0, self.size, size=batch_size), device)
 
-    _ARRAYS = ("obs", "next_obs", "mask", "next_mask", "actions", "reward", "discount", "terminated")
+    _ARRAYS = ("obs", "next_obs", "mask", "next_mask", "actions", "reward", "discount", "terminated", "demo_actions")
 
     def _batch(self, idx: np.ndarray, device: torch.device) -> Batch:
         return Batch(**{name: torch.as_tensor(getattr(self, name)[idx], device=device) for name in self._ARRAYS})
@@ -92,9 +99,10 @@ class ReplayBuffer:
         return state | {"size": self.size, "position": self.position}
 
     def load_state_dict(self, state: dict) -> None:
-        """Inverse of :meth:`state_dict` (into a buffer of the same capacity and shapes)."""
+        """Inverse of :meth:`state_dict` (into a buffer of the same capacity and shapes; a buffer saved before
+        transitions carried demonstrations loads with none)."""
         for key in self._ARRAYS:
-            getattr(self, key)[: state["size"]] = state[key].numpy()
+            getattr(self, key)[: state["size"]] = state[key].numpy() if key in state else NO_DEMONSTRATION
         self.size, self.position = int(state["size"]), int(state["position"])
 
 

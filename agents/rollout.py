@@ -26,10 +26,12 @@ from typing import Protocol
 import numpy as np
 
 from agents.config import VDNConfig
+from agents.demonstrations import make_demonstrator
 from agents.episodes import EpisodeSummary, RunningEpisode, stack_observations
 from agents.nstep import NStepWindow, Transition
 from agents.vdn import VDNLearner, linear_epsilon
 from fedenv.env import ClientSelectionEnv
+from fedenv.evaluation.rollout import profile_duration_s
 from fedenv.vector import VectorClientSelectionEnv, drive_together
 
 TRAINING_SEED_BASE = 10_000
@@ -76,8 +78,12 @@ class Federations(Protocol):
     """Federations of one configuration, reset and stepped together (federation ``i`` plays episode ``i``
     of a :func:`play` call)."""
 
-    def reset(self, seeds: list[int]) -> list[dict]:
-        """Reset federation ``i`` with ``seeds[i]``; each one's observations."""
+    def reset(self, seeds: list[int]) -> list[tuple[dict, dict]]:
+        """Reset federation ``i`` with ``seeds[i]``; each one's ``(observations, infos)``."""
+
+    def profile_duration_s(self, i: int) -> dict[str, float]:
+        """Federation ``i``'s clients' round times estimated from their device profiles for the episode it
+        was last reset to, s (:func:`fedenv.evaluation.rollout.profile_duration_s`)."""
 
     def step(self, actions: dict[int, np.ndarray]) -> dict[int, tuple]:
         """Step federation ``i`` with joint action ``actions[i]`` ``(K,)`` (the others are left alone);
@@ -91,11 +97,13 @@ class LocalFederations:
     def __init__(self, envs: list[ClientSelectionEnv]):
         self.envs = envs
 
-    def reset(self, seeds: list[int]) -> list[dict]:
+    def reset(self, seeds: list[int]) -> list[tuple[dict, dict]]:
         if len(seeds) > len(self.envs):
             raise ValueError(f"{len(seeds)} episodes for {len(self.envs)} federations")
-        started = drive_together([env.reset_process(seed) for env, seed in zip(self.envs, seeds)])
-        return [observations for observations, _ in started]
+        return drive_together([env.reset_process(seed) for env, seed in zip(self.envs, seeds)])
+
+    def profile_duration_s(self, i: int) -> dict[str, float]:
+        return profile_duration_s(self.envs[i])
 
     def step(self, actions: dict[int, np.ndarray]) -> dict[int, tuple]:
         agents = self.envs[0].possible_agents
@@ -110,8 +118,10 @@ def play(federations: Federations, env: ClientSelectionEnv, episodes: list[int],
 
     Args:
         federations: where the episodes are played. env: an environment of their configuration (agents,
-            model size). config: n-step window settings. act: the joint action ``(K,)`` of an episode's
-            next round (it sets the episode's ``epsilon``), called for every active episode before the round.
+            model size). config: n-step window settings, and the demonstrator that labels every episode's
+            states (``config.demonstrator``; :meth:`~agents.episodes.RunningEpisode.start_demonstration`, seeded
+            with the episode's training seed). act: the joint action ``(K,)`` of an episode's next round (it
+            sets the episode's ``epsilon``), called for every active episode before the round.
 
     Yields:
         Every environment step as ``(episode, transitions it completed)``, round by round, federations in
@@ -119,7 +129,11 @@ def play(federations: Federations, env: ClientSelectionEnv, episodes: list[int],
     """
     started = federations.reset([training_seed(seed, e) for e in episodes])
     running = [RunningEpisode(env, e, NStepWindow(config.n_step, config.gamma), *stack_observations(env, obs))
-               for e, obs in zip(episodes, started)]
+               for e, (obs, _) in zip(episodes, started)]
+    if config.demonstrator:
+        for i, (r, (obs, infos)) in enumerate(zip(running, started)):
+            r.start_demonstration(make_demonstrator(config.demonstrator, env.config), training_seed(seed, r.episode),
+                                  federations.profile_duration_s(i), obs, infos)
     while active := [i for i, r in enumerate(running) if not r.done]:
         actions = {i: act(running[i]) for i in active}
         outputs = federations.step(actions)
@@ -214,7 +228,8 @@ def play_rollouts(envs: list[ClientSelectionEnv], actor: VDNLearner, episodes: l
     def act(r: RunningEpisode) -> np.ndarray:
         r.epsilon = exploration_epsilon(r, schedule_episodes, actor.config)
         actor.rng = generators[r.episode]
-        return actor.act(r.obs, r.mask, r.epsilon, upload_probability=exploration_upload_probability(r, actor.config))
+        return actor.act(r.obs, r.mask, r.epsilon, upload_probability=exploration_upload_probability(r, actor.config),
+                         demo_actions=r.demo_actions)
 
     summaries = {}
     for r, transitions in play(LocalFederations(envs), envs[0], episodes, seed, actor.config, act):

@@ -36,6 +36,7 @@ from agents.callbacks import (
 )
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
+from agents.demonstrations import make_demonstrator
 from agents.episodes import EpisodeSummary, RunningEpisode
 from agents.mixers import acts_jointly
 from agents.policy import GreedyPolicy, acting_networks, variant_name
@@ -92,7 +93,8 @@ class Trainer:
 
     Raises:
         ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer; ``overlap_learner``
-            with ``ray_options``; ``exploration_uploads`` whose ``L`` exceeds ``num_rounds``.
+            with ``ray_options``; ``exploration_uploads`` whose ``L`` exceeds ``num_rounds``; a ``demonstrator``
+            that cannot be built for this federation (names it and why).
     """
 
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
@@ -101,6 +103,11 @@ class Trainer:
         if vdn_config.exploration_uploads and vdn_config.exploration_uploads[1] > env_config.num_rounds:
             raise ValueError(f"vdn exploration_uploads={vdn_config.exploration_uploads!r}: L (all upload in the last "
                              f"L rounds) must be at most num_rounds={env_config.num_rounds}")
+        if vdn_config.demonstrator:
+            try:
+                make_demonstrator(vdn_config.demonstrator, env_config)
+            except ValueError as error:
+                raise ValueError(f"vdn demonstrator={vdn_config.demonstrator!r}: {error}") from None
         if overlap_learner and ray_options is not None:
             raise ValueError("overlap_learner trains beside episodes played in this process; with ray_options the "
                              "Ray actors already play apart from the learner")
@@ -187,11 +194,12 @@ class Trainer:
         """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with
         ``overlap_learner``: the actor's copies of it and of a mixer that acts jointly) and the learner's
         exploration generator, an exploring candidate uploading with
-        :func:`~agents.rollout.exploration_upload_probability`; sets
+        :func:`~agents.rollout.exploration_upload_probability` (with a demonstrator: playing its action,
+        ``r.demo_actions``); sets
         ``r.epsilon`` (:func:`~agents.rollout.exploration_epsilon`)."""
         r.epsilon = exploration_epsilon(r, self.schedule_episodes, self.vdn_config)
         return self.learner.act(r.obs, r.mask, r.epsilon, self._actor_q, self._actor_mixer,
-                                exploration_upload_probability(r, self.vdn_config))
+                                exploration_upload_probability(r, self.vdn_config), r.demo_actions)
 
     def close(self) -> None:
         """Release the rollout source (Ray actors) and the learner thread; the learner's state stays readable."""

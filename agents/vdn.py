@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.config import VDNConfig
+from agents.demonstrations import margin_loss
 from agents.mixers import MIXERS, greedy_actions
 from agents.networks import build_q_network
 from agents.replay import Batch
@@ -79,19 +80,23 @@ class VDNLearner:
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: np.ndarray, mask: np.ndarray, epsilon: float, q: nn.Module | None = None,
-            mixer: nn.Module | None = None, upload_probability: float = 0.5) -> np.ndarray:
+            mixer: nn.Module | None = None, upload_probability: float = 0.5,
+            demo_actions: np.ndarray | None = None) -> np.ndarray:
         """Epsilon-greedy joint action ``(K,)``: the greedy joint action (each agent's argmax, or the mixer's
         joint argmax, :func:`agents.mixers.greedy_actions`), then each agent independently explores with
         probability ``epsilon``: a candidate uploads with probability ``upload_probability`` (0.5: a fair coin;
-        :func:`agents.rollout.exploration_upload_probability`); masked actions are never chosen. ``q``,
-        ``mixer``: the networks that act (default: the online ones; an actor's copies when the learner trains
-        meanwhile)."""
+        :func:`agents.rollout.exploration_upload_probability`), or, given ``demo_actions`` ``(K,)`` (a
+        demonstrator's joint action, :mod:`agents.demonstrations`), plays the demonstrator's action; masked
+        actions are never chosen. ``q``, ``mixer``: the networks that act (default: the online ones; an actor's
+        copies when the learner trains meanwhile)."""
         with torch.no_grad():
             obs_t, mask_t = (torch.as_tensor(x, device=self.device) for x in (obs, mask))
             values = (self.q if q is None else q)(obs_t, mask_t[..., 1])
             actions = greedy_actions(values, mask_t, obs_t, self.mixer if mixer is None else mixer).cpu().numpy()
         explore = self.rng.random(len(actions)) < epsilon
         random_actions = (self.rng.random(len(actions)) < upload_probability).astype(np.int64) * (mask[:, 1] > 0)
+        if demo_actions is not None:
+            random_actions = np.asarray(demo_actions, dtype=np.int64) * (mask[:, 1] > 0)
         return np.where(explore, random_actions, actions)
 
     def td_target(self, batch: Batch) -> torch.Tensor:
@@ -109,9 +114,11 @@ class VDNLearner:
                           else self.target_mixer(next_q, next_candidates, batch.next_obs, best))
             return self.config.reward_scale * batch.reward + batch.discount * (1.0 - batch.terminated) * next_value
 
-    def q_tot(self, batch: Batch) -> torch.Tensor:
-        """``(B,)`` ``Q_tot`` of the taken joint actions: summed over candidates, or mixed by the mixer."""
-        chosen = self.q(batch.obs, batch.mask[..., 1]).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
+    def q_tot(self, batch: Batch, values: torch.Tensor | None = None) -> torch.Tensor:
+        """``(B,)`` ``Q_tot`` of the taken joint actions: summed over candidates, or mixed by the mixer.
+        ``values``: the online network's ``(B, K, 2)`` Q-values of ``batch.obs`` when already computed."""
+        values = self.q(batch.obs, batch.mask[..., 1]) if values is None else values
+        chosen = values.gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
         if self.mixer is None:
             return (chosen * batch.mask[..., 1]).sum(dim=1)
         return self.mixer(chosen * batch.mask[..., 1], batch.mask[..., 1], batch.obs, batch.actions)
@@ -140,14 +147,20 @@ class VDNLearner:
 
     def update(self, batch: Batch) -> float:
         """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
-        whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities); hard target update
-        every ``target_update_interval`` gradient steps. Returns the loss."""
+        whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities), plus, with a
+        demonstrator, ``demonstration_weight`` times DQfD's margin loss on the batch's labelled candidates
+        (:func:`agents.demonstrations.margin_loss`; Hester et al., AAAI 2018, Eq. 5 without the L2 term); hard
+        target update every ``target_update_interval`` gradient steps. Returns the loss."""
+        values = self.q(batch.obs, batch.mask[..., 1])
         if batch.weight is None:
-            loss = F.mse_loss(self.q_tot(batch), self.td_target(batch))
+            loss = F.mse_loss(self.q_tot(batch, values), self.td_target(batch))
         else:  # prioritised replay: importance-weighted (agents.replay.PrioritizedReplayBuffer)
-            td_error = self.q_tot(batch) - self.td_target(batch)
+            td_error = self.q_tot(batch, values) - self.td_target(batch)
             self.last_td_errors = td_error.detach().cpu().numpy()
             loss = torch.mean(batch.weight * td_error ** 2)
+        if self.config.demonstrator and batch.demo_actions is not None:
+            loss = loss + self.config.demonstration_weight * margin_loss(
+                values, batch.mask[..., 1], batch.demo_actions, self.config.demonstration_margin)
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.trained_parameters, self.config.max_grad_norm)

@@ -34,7 +34,8 @@ def test_fields_use_the_sb3_names_and_every_field_has_help():
     assert set(fields) - set(SB3_DQN_NAMES) == {"n_step", "double_q", "hidden", "reward_scale", "mixer", "q_network",
                                                 "mixing_embed_dim", "prioritized_replay", "prioritized_replay_alpha",
                                                 "prioritized_replay_beta", "prioritized_replay_eps",
-                                                "exploration_uploads"}
+                                                "exploration_uploads", "demonstrator", "demonstration_margin",
+                                                "demonstration_weight"}
     for name, f in fields.items():
         assert len(f.metadata.get("help", "")) > 20, name
     assert "n_steps" in fields["n_step"].metadata["help"]  # says why it is not SB3's n_steps

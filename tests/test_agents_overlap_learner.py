@@ -63,8 +63,9 @@ def test_overlap_acts_with_the_actor_copy_not_the_learners_network(monkeypatch):
     trainer = Trainer(ENV, VDN, episodes=2, seed=0, overlap_learner=True)
     networks = []
     original = VDNLearner.act
-    monkeypatch.setattr(VDNLearner, "act", lambda self, obs, mask, eps, q=None, mixer=None, upload_probability=0.5:
-                        networks.append(q) or original(self, obs, mask, eps, q, mixer, upload_probability))
+    monkeypatch.setattr(VDNLearner, "act", lambda self, obs, mask, eps, q=None, mixer=None, upload_probability=0.5,
+                        demo_actions=None: networks.append(q) or original(self, obs, mask, eps, q, mixer,
+                                                                          upload_probability, demo_actions))
     try:
         trainer.play_episodes()
     finally:

@@ -3,6 +3,7 @@ named by its variant, round-trips through its checkpoint and is evaluated by eva
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -20,10 +21,11 @@ from fedenv.config import EnvConfig
 from tests.helpers import tiny_config
 from tests.test_train_agents_runs import TINY_FLAGS
 
-OBSERVATION_OPTIONS = ("observation_context", "observation_normalised")
+OBSERVATION_OPTIONS = tuple(f.name for f in dataclasses.fields(EnvConfig) if f.name.startswith("observation_"))
 VARIANTS = ([["--vdn-mixer", name] for name in MIXERS if name != "vdn"]
             + [["--vdn-q-network", name] for name in Q_NETWORKS if name != "mlp"]
-            + [["--" + option.replace("_", "-")] for option in OBSERVATION_OPTIONS] + [["--no-probing"]])
+            + [["--" + option.replace("_", "-")] for option in OBSERVATION_OPTIONS] + [["--no-probing"]]
+            + [["--vdn-demonstrator", "fastest"]])
 
 
 def test_every_lever_is_off_by_default():

@@ -15,7 +15,9 @@ class StaleFastestPolicy(Policy):
 
     "Fastest" and "slowest" are by :func:`~fedenv.baselines.base.expected_duration_s` (the latest reports,
     or the device profile before a client's first); "least recently" by the round this policy last selected
-    the client in the episode (never: first), ties broken by the expected duration. The
+    the client in the episode (never: first; read from each step's ``selected`` flags in :meth:`observe`, so that
+    it counts what was played, also when another policy played it: :mod:`agents.demonstrations`), ties broken by
+    the expected duration. The
     ingredients are the papers': the staleness that rotates Oort's selection (Lai et al., OSDI 2021,
     Sec. 4.2, Eq. 2's incentive for clients not selected for long), fastest-first selection
     (:class:`~fedenv.baselines.FastestPolicy`), the open-loop schedule's last rounds
@@ -58,6 +60,9 @@ class StaleFastestPolicy(Policy):
             stalest = sorted(chosen, key=lambda agent: (self.last_selected.get(agent, 0), duration[agent]))
             pool = stalest[: max(self.k, len(chosen) // 2)]
             selected = sorted(pool, key=duration.__getitem__)[: self.k]
-        for agent in selected:
-            self.last_selected[agent] = self.round
         return {agent: int(agent in selected) for agent in chosen}
+
+    def observe(self, infos):
+        for agent, info in infos.items():
+            if info["selected"]:
+                self.last_selected[agent] = self.round

@@ -1,0 +1,72 @@
+"""Learning from a demonstrator (DQfD, Hester et al., AAAI 2018): a fixed policy's joint actions label the
+training states, exploring candidates play them, and a large-margin supervised term pulls each candidate's
+greedy action towards the demonstrator's (``VDNConfig.demonstrator``).
+
+The demonstrator is any registered fixed policy (:data:`fedenv.registry.POLICIES`), built as the studies build
+a reference (:func:`fedenv.baselines.make_policy`, with ``num_rounds`` where it takes it) and driven as
+:func:`fedenv.evaluation.run_episode` drives a policy: reset with the episode's seed and given the clients'
+device-profile estimates, asked for the round's actions on the observations and infos (without the test
+split's accuracy), shown each step's infos. It acts in the training federation as configured (its
+``env_overrides`` are not applied). It labels every state of the episode, the states the learner reached by
+its own actions too (DAgger's labelling, Ross et al., AISTATS 2011; DQfD labels only the demonstrator's own
+episodes), so a demonstrator that keeps state must update it from what was played (the infos' ``selected``
+flags, as :class:`fedenv.baselines.StaleFastestPolicy` does), not from its own suggestions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from fedenv.baselines import make_policy, options_for
+from fedenv.baselines.base import Policy
+from fedenv.config import EnvConfig
+from fedenv.env import policy_infos
+
+
+def make_demonstrator(name: str, env_config: EnvConfig) -> Policy:
+    """A new instance of registered policy ``name`` for episodes of ``env_config`` (``num_rounds`` passed where
+    the policy takes it; :meth:`~fedenv.baselines.base.Policy.configure` with its ``clients_per_round``).
+
+    Raises:
+        ValueError: ``name`` is not registered.
+    """
+    policy = make_policy(name, **options_for(name, num_rounds=env_config.num_rounds))
+    policy.configure(env_config.clients_per_round)
+    return policy
+
+
+def demonstrated_actions(policy: Policy, agents: Sequence[str], observations: Mapping, infos: Mapping) -> np.ndarray:
+    """The demonstrator's joint action ``(K,)`` int64 in ``agents`` order for the round of ``observations``
+    and ``infos`` (the env's, keyed by agent; the test split's accuracy is removed before the policy sees
+    them): 1 for a candidate it selects, 0 otherwise."""
+    chosen = policy.act(observations, policy_infos(infos))
+    return np.array([int(chosen.get(agent, 0)) * int(observations[agent]["action_mask"][1]) for agent in agents],
+                    dtype=np.int64)
+
+
+def margin_loss(values: torch.Tensor, candidates: torch.Tensor, demo_actions: torch.Tensor,
+                margin: float) -> torch.Tensor:
+    """DQfD's large-margin supervised loss (Hester et al., AAAI 2018, Eq. 2) per agent,
+    ``J_E = max_a [Q(o, a) + l(a_E, a)] - Q(o, a_E)`` with ``l(a_E, a) = margin`` for ``a != a_E`` and 0 for
+    ``a = a_E``, averaged over the labelled candidates (0 when there are none). It is 0 where the
+    demonstrator's action leads every other action by at least ``margin``.
+
+    Args:
+        values: ``(B, K, 2)`` per-agent Q-values. candidates: ``(B, K)`` 1.0 where the agent may upload.
+        demo_actions: ``(B, K)`` int64, the demonstrator's actions, -1 where there is none. margin: >= 0,
+            in the units of ``values``.
+
+    Returns:
+        A scalar tensor.
+    """
+    labelled = (candidates > 0) & (demo_actions >= 0)
+    if not bool(labelled.any()):
+        return values.sum() * 0.0
+    expert = demo_actions.clamp(min=0)
+    augmented = values + margin * (1.0 - F.one_hot(expert, values.shape[-1]).to(values.dtype))
+    per_agent = augmented.max(dim=-1).values - values.gather(-1, expert.unsqueeze(-1)).squeeze(-1)
+    return per_agent[labelled].mean()

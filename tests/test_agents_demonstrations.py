@@ -1,0 +1,141 @@
+"""Learning from a demonstrator (VDNConfig.demonstrator, agents/demonstrations.py): DQfD's margin loss worked
+by hand; always exploring, the learner plays the demonstrator's episodes exactly (against the plain evaluation
+loop), locally and in the rollouts Ray actors play; the replay buffer keeps the labels; the loss pulls the greedy
+actions to the labels; bad values are refused."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from agents.config import VDNConfig
+from agents.demonstrations import margin_loss
+from agents.replay import NO_DEMONSTRATION, Batch, ReplayBuffer
+from agents.rollout import play_rollouts, training_seed
+from agents.trainer import Trainer
+from agents.vdn import VDNLearner
+from fedenv.baselines import make_policy
+from fedenv.env import ClientSelectionEnv
+from fedenv.evaluation.rollout import run_episode
+from fedenv.registry import POLICIES
+from fedenv.vector import VectorClientSelectionEnv
+from tests.helpers import tiny_config
+
+ENV = tiny_config(num_clients=5, clients_per_round=5, num_rounds=5, probing=False)
+ALWAYS_EXPLORE = VDNConfig(exploration_initial_eps=1.0, exploration_final_eps=1.0, learning_starts=10_000,
+                           hidden=(8,), demonstrator="stale-fastest")
+
+
+def test_the_margin_loss_is_dqfds_worked_by_hand():
+    values = torch.tensor([[[1.0, 0.5], [0.0, 2.0], [3.0, 0.0], [0.0, 0.0]]])  # (B=1, K=4, 2)
+    candidates = torch.tensor([[1.0, 1.0, 0.0, 1.0]])
+    labels = torch.tensor([[1, 1, 1, NO_DEMONSTRATION]])
+    # agent 0: max(1.0 + 0.8, 0.5) - 0.5 = 1.3; agent 1: max(0.0 + 0.8, 2.0) - 2.0 = 0 (leads by >= the margin);
+    # agent 2 is no candidate and agent 3 has no label: left out of the mean
+    assert float(margin_loss(values, candidates, labels, 0.8)) == pytest.approx((1.3 + 0.0) / 2)
+    # labels of 0: agent 0: max(1.0, 0.5 + 0.8) - 1.0 = 0.3; agent 1: max(0.0, 2.0 + 0.8) - 0.0 = 2.8;
+    # agent 3: max(0.0, 0.0 + 0.8) - 0.0 = 0.8
+    assert float(margin_loss(values, candidates, torch.zeros(1, 4, dtype=torch.int64), 0.8)) == pytest.approx(
+        (0.3 + 2.8 + 0.8) / 3)
+    assert float(margin_loss(values, candidates, torch.full((1, 4), NO_DEMONSTRATION), 0.8)) == 0.0
+
+
+def test_always_exploring_the_learner_plays_the_demonstrators_episode():
+    trainer = Trainer(ENV, ALWAYS_EXPLORE, episodes=2, seed=3)
+    try:
+        summaries = trainer.play_episodes() + trainer.play_episodes()
+        buffer = trainer.buffer
+        stored = slice(0, len(buffer))
+        candidates = buffer.mask[stored, :, 1] > 0
+        assert len(buffer) == 2 * ENV.num_rounds
+        # every transition is labelled, and the action played is the label (the demonstrator's)
+        assert (buffer.demo_actions[stored] >= 0).all()
+        assert np.array_equal(buffer.actions[stored][candidates], buffer.demo_actions[stored][candidates])
+    finally:
+        trainer.close()
+    env = ClientSelectionEnv(ENV)
+    for episode, summary in enumerate(summaries):
+        policy = make_policy("stale-fastest", num_rounds=ENV.num_rounds)
+        record = run_episode(env, policy, training_seed(3, episode))
+        assert summary.team_return == pytest.approx(record.team_return, abs=1e-9)
+        assert summary.total_upload_mb == pytest.approx(record.total_upload_mb)
+
+
+def test_ray_actors_rollouts_play_the_demonstrators_episode():
+    vector = VectorClientSelectionEnv(ENV, 1)
+    actor = VDNLearner(len(vector.envs[0].feature_names), ALWAYS_EXPLORE, "cpu", seed=0)
+    [rollout] = play_rollouts(vector.envs, actor, [0], schedule_episodes=2, seed=5)
+    record = run_episode(ClientSelectionEnv(ENV), make_policy("stale-fastest", num_rounds=ENV.num_rounds),
+                         training_seed(5, 0))
+    assert rollout.summary.team_return == pytest.approx(record.team_return, abs=1e-9)
+    assert all(t.demo_actions is not None for step in rollout.steps for t in step)
+
+
+def test_without_a_demonstrator_transitions_carry_no_labels():
+    config = dataclasses.replace(ALWAYS_EXPLORE, demonstrator="")
+    trainer = Trainer(ENV, config, episodes=1, seed=0)
+    try:
+        trainer.play_episodes()
+        assert (trainer.buffer.demo_actions[: len(trainer.buffer)] == NO_DEMONSTRATION).all()
+    finally:
+        trainer.close()
+
+
+def test_a_buffer_saved_before_labels_loads_with_none():
+    buffer = ReplayBuffer(4, 2, 3)
+    buffer.size, buffer.demo_actions[:] = 2, 1
+    state = buffer.state_dict()
+    del state["demo_actions"]
+    fresh = ReplayBuffer(4, 2, 3)
+    fresh.demo_actions[:] = 1
+    fresh.load_state_dict(state)
+    assert (fresh.demo_actions[:2] == NO_DEMONSTRATION).all()
+
+
+def batch(demo_actions: torch.Tensor) -> Batch:
+    g = torch.Generator().manual_seed(0)
+    b, k, d = demo_actions.shape[0], demo_actions.shape[1], 3
+    mask = torch.ones(b, k, 2)
+    return Batch(obs=torch.rand(b, k, d, generator=g), mask=mask, actions=torch.zeros(b, k, dtype=torch.int64),
+                 reward=torch.zeros(b), next_obs=torch.rand(b, k, d, generator=g), next_mask=mask,
+                 discount=torch.ones(b), terminated=torch.ones(b), demo_actions=demo_actions)
+
+
+@pytest.mark.parametrize("weight, imitates", [(1.0, True), (0.0, False)])
+def test_the_margin_term_pulls_the_greedy_actions_to_the_labels(weight, imitates):
+    # labels of 1 on states whose played action 0 earns 0 (terminal): TD alone has no reason to prefer 1
+    labels = torch.ones(16, 2, dtype=torch.int64)
+    learner = VDNLearner(3, VDNConfig(hidden=(16,), demonstrator="stale-fastest", demonstration_weight=weight,
+                                      learning_rate=1e-2), seed=0)
+    data = batch(labels)
+    for _ in range(300):
+        learner.update(data)
+    with torch.no_grad():
+        values = learner.q(data.obs, data.mask[..., 1])
+    assert bool((values.argmax(-1) == labels).all()) is imitates
+
+
+def test_a_demonstrator_that_does_not_fit_the_federation_is_refused_before_training():
+    with pytest.raises(ValueError, match=r"vdn demonstrator='stale-fastest': stale-fastest .*num_rounds=2"):
+        Trainer(tiny_config(num_rounds=2), ALWAYS_EXPLORE, episodes=1)
+
+
+def test_bad_demonstration_settings_are_refused_naming_the_value():
+    with pytest.raises(ValueError, match=r"vdn demonstrator='nobody' is not known; allowed: .*stale-fastest"):
+        VDNConfig(demonstrator="nobody").validate()
+    for name in ("demonstration_margin", "demonstration_weight"):
+        with pytest.raises(ValueError, match=rf"vdn {name}=-0.1 must be >= 0"):
+            VDNConfig(**{name: -0.1}).validate()
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_every_registered_policy_can_demonstrate(name):
+    trainer = Trainer(ENV, dataclasses.replace(ALWAYS_EXPLORE, demonstrator=name), episodes=1, seed=0)
+    try:
+        trainer.play_episodes()
+        stored = trainer.buffer.demo_actions[: len(trainer.buffer)]
+        assert ((stored == 0) | (stored == 1)).all()
+        assert np.array_equal(trainer.buffer.actions[: len(trainer.buffer)], stored)
+    finally:
+        trainer.close()
