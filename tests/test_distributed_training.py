@@ -200,6 +200,17 @@ def test_sync_on_one_actor_trains_the_local_weights_also_when_a_run_is_extended(
         assert_same_weights(training["learner"]["target"], reference_training["learner"]["target"])
 
 
+def test_sync_on_one_actor_learns_from_a_demonstrator_as_a_local_run(cluster):
+    # the demonstrator labels the actors' federations with their own device-profile estimates
+    config = VDNConfig(learning_starts=4, batch_size=8, hidden=(8,), demonstrator="fastest")
+    local, local_rows = train_vdn(ENV, config, 2, seed=2, progress=False)
+    on_ray, ray_rows = train_vdn(ENV, config, 2, seed=2, progress=False, ray_options=ONE_WORKER)
+    assert_same_weights(on_ray.learner.q.state_dict(), local.learner.q.state_dict())
+    assert summary_rows(ray_rows) == summary_rows(local_rows)
+    labels = on_ray.buffer.demo_actions[: len(on_ray.buffer)]
+    assert np.array_equal(labels, local.buffer.demo_actions[: len(local.buffer)]) and (labels >= 0).all()
+
+
 def test_sync_on_one_actor_validates_and_fine_tunes_as_a_local_run(cluster, tmp_path):
     runs = {}
     for name, options in (("local", None), ("ray", ONE_WORKER)):
