@@ -125,6 +125,10 @@ class VDNConfig:
         check_known(self.q_network, Q_NETWORKS, "vdn q_network")
         if self.demonstrator:
             check_known(self.demonstrator, POLICIES, "vdn demonstrator")
+            if self.exploration_uploads:
+                raise ValueError(f"vdn demonstrator={self.demonstrator!r} and exploration_uploads="
+                                 f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "
+                                 "the demonstrator's action, so exploration_uploads would be ignored; set one of them")
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
                      "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:

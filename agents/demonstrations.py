@@ -10,7 +10,11 @@ split's accuracy), shown each step's infos. It acts in the training federation a
 ``env_overrides`` are not applied). It labels every state of the episode, the states the learner reached by
 its own actions too (DAgger's labelling, Ross et al., AISTATS 2011; DQfD labels only the demonstrator's own
 episodes), so a demonstrator that keeps state must update it from what was played (the infos' ``selected``
-flags, as :class:`fedenv.baselines.StaleFastestPolicy` does), not from its own suggestions.
+flags, as :class:`fedenv.baselines.StaleFastestPolicy` does), not from its own suggestions. Oort and the FedCM
+bandits update their statistics only for the clients they chose themselves, so once the learner acts on its own
+they label from a history that is theirs, not the episode's; the stateless policies (``fastest``, ``random``,
+the schedules) and ``stale-fastest`` label from the episode's. On Ray (sync) a federation's device-profile
+estimates are read from its actor right after the reset.
 """
 
 from __future__ import annotations

@@ -102,7 +102,10 @@ class ReplayBuffer:
         """Inverse of :meth:`state_dict` (into a buffer of the same capacity and shapes; a buffer saved before
         transitions carried demonstrations loads with none)."""
         for key in self._ARRAYS:
-            getattr(self, key)[: state["size"]] = state[key].numpy() if key in state else NO_DEMONSTRATION
+            if key == "demo_actions" and key not in state:
+                getattr(self, key)[: state["size"]] = NO_DEMONSTRATION
+            else:
+                getattr(self, key)[: state["size"]] = state[key].numpy()
         self.size, self.position = int(state["size"]), int(state["position"])
 
 

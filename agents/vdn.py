@@ -149,7 +149,9 @@ class VDNLearner:
         """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
         whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities), plus, with a
         demonstrator, ``demonstration_weight`` times DQfD's margin loss on the batch's labelled candidates
-        (:func:`agents.demonstrations.margin_loss`; Hester et al., AAAI 2018, Eq. 5 without the L2 term); hard
+        (:func:`agents.demonstrations.margin_loss`; Hester et al., AAAI 2018, Eq. 5 with our one n-step TD loss
+        in place of their 1-step and n-step terms, and without the L2 term; it acts on each agent's own values,
+        also under a mixer that acts jointly); hard
         target update every ``target_update_interval`` gradient steps. Returns the loss."""
         values = self.q(batch.obs, batch.mask[..., 1])
         if batch.weight is None:

@@ -91,6 +91,9 @@ def test_a_buffer_saved_before_labels_loads_with_none():
     fresh.demo_actions[:] = 1
     fresh.load_state_dict(state)
     assert (fresh.demo_actions[:2] == NO_DEMONSTRATION).all()
+    del state["obs"]  # any other array missing is an error, not a default
+    with pytest.raises(KeyError, match="obs"):
+        fresh.load_state_dict(state)
 
 
 def batch(demo_actions: torch.Tensor) -> Batch:
@@ -124,6 +127,8 @@ def test_a_demonstrator_that_does_not_fit_the_federation_is_refused_before_train
 def test_bad_demonstration_settings_are_refused_naming_the_value():
     with pytest.raises(ValueError, match=r"vdn demonstrator='nobody' is not known; allowed: .*stale-fastest"):
         VDNConfig(demonstrator="nobody").validate()
+    with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 3\): with a demonstrator .* set one of them"):
+        VDNConfig(demonstrator="fastest", exploration_uploads=(1, 3)).validate()
     for name in ("demonstration_margin", "demonstration_weight"):
         with pytest.raises(ValueError, match=rf"vdn {name}=-0.1 must be >= 0"):
             VDNConfig(**{name: -0.1}).validate()

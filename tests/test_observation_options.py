@@ -110,12 +110,15 @@ def test_the_envs_estimates_are_the_times_the_fixed_policies_rank_by():
                                          observation_estimates=True))
     observations, infos = env.reset(seed=2)
     column_index = env.feature_names.index("expected_round_latency")
+    reported = []
     for played in ([1, 0, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 0, 0, 0]):
+        reported.append(sum(info["probe_latency_s"] > 0 for info in infos.values()))
         profile = profile_duration_s(env)
         for agent in env.possible_agents:
             reference = expected_duration_s(agent, infos[agent], profile) / env.simulator.reference_latency_s
             assert observations[agent]["observation"][column_index] == pytest.approx(reference, rel=1e-5)
         observations, _, _, _, infos = env.step(dict(zip(env.possible_agents, played)))
+    assert reported[0] == 0 and 0 < reported[-1] < 5  # the profile estimates, then reports beside them
 
 
 @pytest.mark.parametrize("context", [False, True])
