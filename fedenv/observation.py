@@ -44,18 +44,18 @@ candidate (all agents run on the server), are appended:
 ``observation_estimates``: three features of the server's per-client estimates, which the fixed
 policies read (Oort's and ``fastest``'s speed, ``stale-fastest``'s staleness), are appended last:
 
-====================================  =================================================  ===========
-``expected_round_latency``            the client's expected round time / reference       [0, 50]
-                                      latency: its latest probing latency plus its
-                                      latest upload latency, or its device-profile
-                                      estimate before its first report
-                                      (:func:`fedenv.latency.expected_round_s`)
-``expected_round_quantile``           quantile of that time among the round's            [0, 1]
-                                      candidates (0 for a non-candidate)
-``rounds_since_last_upload_quantile`` quantile of the rounds since the last upload       [0, 1]
-                                      among the round's candidates (0 for a
-                                      non-candidate)
-====================================  =================================================  ===========
+========================================  =================================================  ===========
+``expected_round_latency``                the client's expected round time / reference       [0, 50]
+                                          latency: its latest probing latency plus its
+                                          latest upload latency, or its device-profile
+                                          estimate before its first report
+                                          (:func:`fedenv.latency.expected_round_s`)
+``expected_round_quantile``               quantile of that time among the round's            [0, 1]
+                                          candidates (0 for a non-candidate)
+``rounds_since_last_upload_quantile``     quantile of the rounds since the last upload       [0, 1]
+                                          among the round's candidates (0 for a
+                                          non-candidate)
+========================================  =================================================  ===========
 
 A quantile is ``(rank - 1) / (n - 1)`` with ``rank`` the average rank (ties share it,
 ``scipy.stats.rankdata(method="average")``) among ``n`` values, 0.5 when ``n = 1``; a NaN loss ranks
