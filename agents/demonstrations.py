@@ -28,7 +28,6 @@ import torch.nn.functional as F
 from fedenv.baselines import make_policy, options_for
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
-from fedenv.env import policy_infos
 
 
 def make_demonstrator(name: str, env_config: EnvConfig) -> Policy:
@@ -45,9 +44,9 @@ def make_demonstrator(name: str, env_config: EnvConfig) -> Policy:
 
 def demonstrated_actions(policy: Policy, agents: Sequence[str], observations: Mapping, infos: Mapping) -> np.ndarray:
     """The demonstrator's joint action ``(K,)`` int64 in ``agents`` order for the round of ``observations``
-    and ``infos`` (the env's, keyed by agent; the test split's accuracy is removed before the policy sees
-    them): 1 for a candidate it selects, 0 otherwise."""
-    chosen = policy.act(observations, policy_infos(infos))
+    and ``infos`` (keyed by agent, as a policy may read them: :func:`fedenv.env.policy_infos`): 1 for a
+    candidate it selects, 0 otherwise."""
+    chosen = policy.act(observations, infos)
     return np.array([int(chosen.get(agent, 0)) * int(observations[agent]["action_mask"][1]) for agent in agents],
                     dtype=np.int64)
 

@@ -68,7 +68,8 @@ class RunningEpisode:
         demonstrator.reset(seed)
         demonstrator.register_clients(profile_duration_s, self.env.config.probing)
         self.demonstrator = demonstrator
-        self.demo_actions = demonstrated_actions(demonstrator, self.env.possible_agents, observations, infos)
+        self.demo_actions = demonstrated_actions(demonstrator, self.env.possible_agents, observations,
+                                                 policy_infos(infos))
 
     def record(self, action: np.ndarray, output: tuple) -> list[Transition]:
         """Account for one environment step: ``action`` ``(K,)`` was played and the env returned ``output``
@@ -89,10 +90,11 @@ class RunningEpisode:
         self.rounds += 1
         self.done = bool(terminations[agent] or truncations[agent])
         if self.demonstrator is not None:
-            self.demonstrator.observe(policy_infos(infos))
+            shown = policy_infos(infos)
+            self.demonstrator.observe(shown)
             if not self.done:
                 self.demo_actions = demonstrated_actions(self.demonstrator, self.env.possible_agents, observations,
-                                                         infos)
+                                                         shown)
         if self.done:
             info = infos[agent]
             self.summary = EpisodeSummary(self.team_return, info["test_accuracy"], info["wall_clock_s"],

@@ -94,6 +94,7 @@ class VDNLearner:
             values = (self.q if q is None else q)(obs_t, mask_t[..., 1])
             actions = greedy_actions(values, mask_t, obs_t, self.mixer if mixer is None else mixer).cpu().numpy()
         explore = self.rng.random(len(actions)) < epsilon
+        # the coins are drawn with a demonstrator too, so the generator's stream does not depend on it
         random_actions = (self.rng.random(len(actions)) < upload_probability).astype(np.int64) * (mask[:, 1] > 0)
         if demo_actions is not None:
             random_actions = np.asarray(demo_actions, dtype=np.int64) * (mask[:, 1] > 0)

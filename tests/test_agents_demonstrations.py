@@ -16,8 +16,8 @@ from agents.rollout import play_rollouts, training_seed
 from agents.trainer import Trainer
 from agents.vdn import VDNLearner
 from fedenv.baselines import make_policy
-from fedenv.env import ClientSelectionEnv
-from fedenv.evaluation.rollout import run_episode
+from fedenv.env import ClientSelectionEnv, policy_infos
+from fedenv.evaluation.rollout import profile_duration_s, run_episode
 from fedenv.registry import POLICIES
 from fedenv.vector import VectorClientSelectionEnv
 from tests.helpers import tiny_config
@@ -60,6 +60,32 @@ def test_always_exploring_the_learner_plays_the_demonstrators_episode():
         record = run_episode(env, policy, training_seed(3, episode))
         assert summary.team_return == pytest.approx(record.team_return, abs=1e-9)
         assert summary.total_upload_mb == pytest.approx(record.total_upload_mb)
+
+
+def test_on_the_learners_own_states_the_labels_are_the_demonstrators_given_what_was_played():
+    # greedy (epsilon 0) with untrained weights: the learner's own actions, which stale-fastest never chose;
+    # the reference loop replays them and asks a fresh stale-fastest, shown each step, for every round's label
+    # (8 rounds, seed 2: the untrained network uploads 3 of the 5 clients from round 2 on, so staleness varies)
+    longer = dataclasses.replace(ENV, num_rounds=8)
+    config = dataclasses.replace(ALWAYS_EXPLORE, exploration_initial_eps=0.0, exploration_final_eps=0.0)
+    trainer = Trainer(longer, config, episodes=1, seed=2)
+    try:
+        trainer.play_episodes()
+        played, labels = (trainer.buffer.actions[: longer.num_rounds],
+                          trainer.buffer.demo_actions[: longer.num_rounds])
+    finally:
+        trainer.close()
+    env = ClientSelectionEnv(longer)
+    policy = make_policy("stale-fastest", num_rounds=longer.num_rounds)
+    observations, infos = env.reset(seed=training_seed(2, 0))
+    policy.reset(training_seed(2, 0))
+    policy.register_clients(profile_duration_s(env), longer.probing)
+    for action, label in zip(played, labels):
+        chosen = policy.act(observations, policy_infos(infos))
+        assert [chosen.get(agent, 0) for agent in env.possible_agents] == list(label)
+        observations, _, _, _, infos = env.step(dict(zip(env.possible_agents, map(int, action))))
+        policy.observe(policy_infos(infos))
+    assert not np.array_equal(played, labels)  # the learner did not play the labels
 
 
 def test_ray_actors_rollouts_play_the_demonstrators_episode():
