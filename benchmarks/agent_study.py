@@ -22,9 +22,11 @@ The learned-agent bars (docs/results/learned-agent.md), measured for each learne
 
 The settings (:data:`benchmarks.agent_study_settings.SETTINGS`) are named transformations of the training
 federation: ``trained`` (none), ``4x`` and ``8x`` (that many times the clients, the same candidates per
-round, drawn from the larger pool), ``epochs-1`` and ``epochs-5`` (that many local epochs per round) and
+round, drawn from the larger pool), ``epochs-1`` and ``epochs-5`` (that many local epochs per round),
 ``fmnist`` (Fashion-MNIST from ``--data-root`` in place of the training dataset, the same model and number of
-training samples); ``--settings`` chooses among them (default: all, ``fmnist`` only with ``--data-root``).
+training samples), ``devices`` (held-out device types: the shipped trace ``held-out-devices``) and ``lenet5``
+(LeNet-5 in place of the training model); ``--settings`` chooses among them (default: all, ``fmnist`` only
+with ``--data-root``).
 
 "Best" is best in hindsight by mean return on the same seeds, which favours the baselines. The fixed
 policies and schedules run once per setting, on the environment of the first variant with the fields a

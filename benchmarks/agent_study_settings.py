@@ -58,6 +58,39 @@ def fashion_mnist(config: EnvConfig) -> EnvConfig:
     return dataclasses.replace(config, dataset="fashion-mnist", train_samples=training_samples(config))
 
 
+HELD_OUT_DEVICES_TRACE = "held-out-devices"
+"""The shipped trace whose clients hold only devices no client of the default trace has
+(:func:`fedenv.traces.generate.held_out_devices`; traces/README.md)."""
+
+
+def held_out_devices(config: EnvConfig) -> EnvConfig:
+    """The transformation to the held-out device types: the trace :data:`HELD_OUT_DEVICES_TRACE` in place of the
+    training federation's (FedMarl's agents meet the devices of their training; this asks what they do on others).
+
+    Raises:
+        ValueError: the training federation does not replay the default trace, so the held-out trace holds
+            devices it may have trained on.
+    """
+    if config.trace != "default":
+        raise ValueError(f"trace={config.trace!r}: the held-out device types are those of no client of the "
+                         f"default trace, so the training federation must replay trace='default'")
+    return dataclasses.replace(config, trace=HELD_OUT_DEVICES_TRACE)
+
+
+def other_model(model: str) -> Callable[[EnvConfig], EnvConfig]:
+    """The transformation to ``model`` (a name of :data:`fedenv.registry.MODELS`) in place of the training model:
+    another communication cost per upload and compute time per sample (FedMarl's transfer to another model).
+
+    Raises (from the transformation):
+        ValueError: the training federation already trains ``model``.
+    """
+    def transform(config: EnvConfig) -> EnvConfig:
+        if config.model == model:
+            raise ValueError(f"model={model!r} is the training federation's own, so it is no other model")
+        return dataclasses.replace(config, model=model)
+    return transform
+
+
 SETTINGS: dict[str, Setting] = {
     "trained": Setting(dataclasses.replace, (), "the training federation", "in the training federation"),
     "4x": Setting(more_clients(4), ("num_clients",), "4x the training federation's clients", "at 4x the clients"),
@@ -69,6 +102,10 @@ SETTINGS: dict[str, Setting] = {
     "fmnist": Setting(fashion_mnist, ("dataset", "data_root", "train_samples"), "Fashion-MNIST in place of the "
                       "training dataset, the same model and number of training samples", "on Fashion-MNIST",
                       needs_data_root=True),
+    "devices": Setting(held_out_devices, ("trace",), "the training federation's clients on device types it never "
+                       "trained on (trace held-out-devices)", "on held-out device types"),
+    "lenet5": Setting(other_model("lenet5"), ("model",), "the training federation with LeNet-5 in place of its "
+                      "model", "with LeNet-5"),
 }
 """Setting name -> :class:`Setting`; ``trained`` is the training federation itself, the others are the transfer
 settings (in this order on the page)."""

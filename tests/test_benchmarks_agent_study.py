@@ -470,6 +470,15 @@ def test_the_settings_configurations_worked_by_hand():
     subset = dataclasses.replace(federation, dataset="mnist", data_root="/mnist", train_samples=1500)
     assert setting_config(subset, "fmnist", data_root="/fashion").train_samples == 1500
     assert setting_config(subset, "4x").data_root == "/mnist"  # the other settings keep the federation's
+    assert setting_config(federation, "devices").trace == "held-out-devices"
+    assert setting_config(federation, "lenet5").model == "lenet5"
+
+
+def test_the_held_out_and_model_settings_refuse_a_federation_they_would_not_change_or_not_hold_out():
+    with pytest.raises(ValueError, match=r"setting devices: .*trace='other.json'.* must replay trace='default'"):
+        setting_config(EnvConfig(trace="other.json"), "devices")
+    with pytest.raises(ValueError, match=r"setting lenet5: .*model='lenet5' is the training federation's own"):
+        setting_config(EnvConfig(model="lenet5"), "lenet5")
 
 
 def test_a_setting_that_cannot_be_built_is_refused_naming_it(monkeypatch):

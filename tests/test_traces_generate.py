@@ -34,3 +34,14 @@ def test_generate_refuses_empty_traces(clients, rounds):
     devices = [{"device": "d", "train_ms_per_sample": 10.0, "time_cv": 0.05, "population_weight": 1.0}]
     with pytest.raises(ValueError, match=f"num_clients={clients} and num_rounds={rounds} must both be >= 1"):
         generate_trace(devices, clients, rounds)
+
+
+def test_held_out_devices_are_the_table_rows_no_client_of_the_trace_has():
+    table = [{"device": name, "train_ms_per_sample": 10.0, "time_cv": 0.05, "population_weight": weight}
+             for name, weight in (("a", 1.0), ("b", 2.0), ("c", 0.0), ("d", 3.0))]
+    trace = parse_trace(generate_trace(table[:2], num_clients=6, num_rounds=2, seed=0))
+    assert {c.device for c in trace.clients} == {"a", "b"}  # both drawn (weights 1 : 2, six clients, seed 0)
+    assert [row["device"] for row in generate.held_out_devices(table, trace)] == ["c", "d"]
+    with pytest.raises(ValueError, match=r"every device of the table with population weight > 0 is in the trace "
+                                         r"\(2 devices\)"):
+        generate.held_out_devices(table[:3], trace)

@@ -26,3 +26,11 @@ def test_a_bad_trace_is_an_error_message_and_exit_status_2(tmp_path, capsys):
     else:
         raise AssertionError("inspect of a bad file did not exit")
     assert "not a JSON trace file" in capsys.readouterr().err
+
+
+def test_generate_command_reproduces_the_shipped_held_out_trace_whose_devices_no_default_client_has(tmp_path):
+    out = tmp_path / "held-out-devices.json"
+    assert traces_main(["generate", "--held-out-from", "default", "--seed", "1", "--out", str(out)]) == 0
+    assert out.read_bytes() == (SHIPPED_TRACES_DIR / "held-out-devices.json").read_bytes()
+    held_out, trained = ({c.device for c in load_trace(name).clients} for name in (str(out), "default"))
+    assert len(held_out) > 1 and not held_out & trained

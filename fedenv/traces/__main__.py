@@ -2,6 +2,7 @@
 
     python -m fedenv.traces devices --sources DIR     # derive traces/devices.csv (DIR: traces/README.md)
     python -m fedenv.traces generate                                  # rebuild traces/default.json
+    python -m fedenv.traces generate --held-out-from default --seed 1 --out traces/held-out-devices.json
     python -m fedenv.traces import --fedscale CAPACITY [--behave BEHAVE] --out my_trace.json
     python -m fedenv.traces import --csv devices.csv --out my_trace.json
     python -m fedenv.traces inspect [TRACE]
@@ -20,6 +21,7 @@ from fedenv.traces.generate import (
     derive_device_table,
     dumps_trace,
     generate_trace,
+    held_out_devices,
     read_device_table,
     write_device_table,
 )
@@ -40,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--clients", type=int, default=100)
     generate.add_argument("--rounds", type=int, default=100, help="length of each per-round series")
     generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--held-out-from", metavar="TRACE",
+                          help="draw only devices that no client of TRACE (a shipped trace name or a file) has: "
+                               "held-out device types")
     importer = sub.add_parser("import", help="convert a FedScale or CSV trace to our format")
     source = importer.add_mutually_exclusive_group(required=True)
     source.add_argument("--fedscale", metavar="CAPACITY", help="FedScale client_device_capacity pickle")
@@ -66,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
             write_device_table(rows, args.out)
             print(f"wrote {len(rows)} devices to {args.out}")
         elif args.command == "generate":
-            document = generate_trace(read_device_table(args.devices), args.clients, args.rounds, args.seed)
+            devices = read_device_table(args.devices)
+            if args.held_out_from:
+                devices = held_out_devices(devices, load_trace(args.held_out_from))
+            document = generate_trace(devices, args.clients, args.rounds, args.seed)
+            if args.held_out_from:
+                document["generator"]["held_out_from"] = args.held_out_from
             atomic_write_text(args.out, dumps_trace(document))
             print(f"wrote {len(document['clients'])} clients x {args.rounds} rounds to {args.out}")
         elif args.command == "import":
