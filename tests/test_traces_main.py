@@ -1,4 +1,5 @@
 from fedenv.traces import SHIPPED_TRACES_DIR, load_trace
+from fedenv.traces import __main__ as traces_cli
 from fedenv.traces.__main__ import main as traces_main
 
 
@@ -34,3 +35,12 @@ def test_generate_command_reproduces_the_shipped_held_out_trace_whose_devices_no
     assert out.read_bytes() == (SHIPPED_TRACES_DIR / "held-out-devices.json").read_bytes()
     held_out, trained = ({c.device for c in load_trace(name).clients} for name in (str(out), "default"))
     assert len(held_out) > 1 and not held_out & trained
+
+
+def test_a_held_out_trace_is_written_beside_the_default_trace_never_over_it(tmp_path, monkeypatch):
+    devices = str(SHIPPED_TRACES_DIR / "devices.csv")
+    monkeypatch.setattr(traces_cli, "SHIPPED_TRACES_DIR", tmp_path)
+    assert traces_main(["generate", "--held-out-from", "default", "--seed", "1", "--devices", devices]) == 0
+    assert [path.name for path in tmp_path.iterdir()] == ["held-out-devices.json"]
+    shipped = SHIPPED_TRACES_DIR / "held-out-devices.json"
+    assert (tmp_path / "held-out-devices.json").read_bytes() == shipped.read_bytes()

@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--out", default=str(SHIPPED_TRACES_DIR / "devices.csv"))
     generate = sub.add_parser("generate", help="generate a trace file from the device table")
     generate.add_argument("--devices", default=str(SHIPPED_TRACES_DIR / "devices.csv"))
-    generate.add_argument("--out", default=str(SHIPPED_TRACES_DIR / "default.json"))
+    generate.add_argument("--out", help="trace file to write (default: traces/default.json, or "
+                                        "traces/held-out-devices.json with --held-out-from)")
     generate.add_argument("--clients", type=int, default=100)
     generate.add_argument("--rounds", type=int, default=100, help="length of each per-round series")
     generate.add_argument("--seed", type=int, default=0)
@@ -74,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             devices = read_device_table(args.devices)
             if args.held_out_from:
                 devices = held_out_devices(devices, load_trace(args.held_out_from))
+            out = args.out or str(SHIPPED_TRACES_DIR / ("held-out-devices.json" if args.held_out_from
+                                                         else "default.json"))
             document = generate_trace(devices, args.clients, args.rounds, args.seed)
             if args.held_out_from:
+                document["generator"]["command"] += f" --held-out-from {args.held_out_from}"
                 document["generator"]["held_out_from"] = args.held_out_from
-            atomic_write_text(args.out, dumps_trace(document))
-            print(f"wrote {len(document['clients'])} clients x {args.rounds} rounds to {args.out}")
+            atomic_write_text(out, dumps_trace(document))
+            print(f"wrote {len(document['clients'])} clients x {args.rounds} rounds to {out}")
         elif args.command == "import":
             if args.behave and not args.fedscale:
                 parser.error("--behave goes with --fedscale")
