@@ -12,6 +12,7 @@ from collections.abc import Callable
 from fedenv.config import EnvConfig
 from fedenv.data.dataset import load_dataset
 from fedenv.observation import feature_names, layout_options
+from fedenv.traces import DEFAULT_TRACE, HELD_OUT_DEVICES_TRACE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,22 +59,18 @@ def fashion_mnist(config: EnvConfig) -> EnvConfig:
     return dataclasses.replace(config, dataset="fashion-mnist", train_samples=training_samples(config))
 
 
-HELD_OUT_DEVICES_TRACE = "held-out-devices"
-"""The shipped trace whose clients hold only devices no client of the default trace has
-(:func:`fedenv.traces.generate.held_out_devices`; traces/README.md)."""
-
-
 def held_out_devices(config: EnvConfig) -> EnvConfig:
-    """The transformation to the held-out device types: the trace :data:`HELD_OUT_DEVICES_TRACE` in place of the
-    training federation's (FedMarl's agents meet the devices of their training; this asks what they do on others).
+    """The transformation to the held-out device types: the trace :data:`fedenv.traces.HELD_OUT_DEVICES_TRACE` in
+    place of the training federation's (FedMarl's agents meet the devices of their training; this asks what they
+    do on others).
 
     Raises:
         ValueError: the training federation does not replay the default trace, so the held-out trace holds
             devices it may have trained on.
     """
-    if config.trace != "default":
+    if config.trace != DEFAULT_TRACE:
         raise ValueError(f"trace={config.trace!r}: the held-out device types are those of no client of the "
-                         f"default trace, so the training federation must replay trace='default'")
+                         f"default trace, so the training federation must replay trace={DEFAULT_TRACE!r}")
     return dataclasses.replace(config, trace=HELD_OUT_DEVICES_TRACE)
 
 

@@ -16,7 +16,7 @@ import sys
 
 from fedenv.fileio import atomic_write_json, atomic_write_text
 from fedenv.registry import MODELS
-from fedenv.traces import DEFAULT_TRACE, SHIPPED_TRACES_DIR, load_trace
+from fedenv.traces import DEFAULT_TRACE, HELD_OUT_DEVICES_TRACE, SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces.generate import (
     derive_device_table,
     dumps_trace,
@@ -72,11 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             write_device_table(rows, args.out)
             print(f"wrote {len(rows)} devices to {args.out}")
         elif args.command == "generate":
-            devices = read_device_table(args.devices)
+            devices, name = read_device_table(args.devices), DEFAULT_TRACE
             if args.held_out_from:
-                devices = held_out_devices(devices, load_trace(args.held_out_from))
-            out = args.out or str(SHIPPED_TRACES_DIR / ("held-out-devices.json" if args.held_out_from
-                                                         else "default.json"))
+                devices, name = held_out_devices(devices, load_trace(args.held_out_from)), HELD_OUT_DEVICES_TRACE
+            out = args.out or str(SHIPPED_TRACES_DIR / f"{name}.json")
             document = generate_trace(devices, args.clients, args.rounds, args.seed)
             if args.held_out_from:
                 document["generator"]["command"] += f" --held-out-from {args.held_out_from}"

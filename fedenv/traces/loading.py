@@ -46,6 +46,9 @@ from fedenv.traces.schema import (
 
 SHIPPED_TRACES_DIR = Path(__file__).resolve().parents[2] / "traces"
 DEFAULT_TRACE = "default"
+HELD_OUT_DEVICES_TRACE = "held-out-devices"
+"""The shipped trace whose clients hold only devices no client of :data:`DEFAULT_TRACE` has
+(:func:`fedenv.traces.generate.held_out_devices`; traces/README.md)."""
 
 PHYSICAL_RANGES: dict[str, tuple[float, float, str]] = {
     "train_ms_per_sample": (1e-6, 1e6, "ms"),
