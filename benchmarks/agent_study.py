@@ -338,7 +338,8 @@ def held_out_seeds(args: argparse.Namespace) -> list[int]:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The command the page says generated it (``--settings`` where it is not the default)."""
+    """The command the page says generated it (``--settings`` where it is not the default; under ``--quick``
+    the same options, ``--quick`` in place of ``--runs``)."""
     chosen = args.settings != default_settings(args.data_root)
     references = [" ".join(["--references", *args.references])] if args.references else []
     val_seeds = ([" ".join(["--fine-tune-val-seeds", *map(str, args.fine_tune_val_seeds)])]
@@ -350,14 +351,13 @@ def command_line(args: argparse.Namespace) -> str:
                *references,
                *([f"--data-root {args.data_root}"] if args.data_root else []),
                *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]
+    variants = ["--quick" if args.quick else f"--runs {' '.join(args.runs)}",
+                *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
+                *([" ".join(["--transfer-variants", *args.transfer_variants])]
+                  if args.transfer_variants is not None else [])]
     return "python -m benchmarks.agent_study " + " ".join(
-        ["--quick", *val_seeds, *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []), *references]
-        if args.quick else [
-            f"--runs {' '.join(args.runs)}", *([f"--compare {' '.join(args.compare)}"] if args.compare else []),
-            *([" ".join(["--transfer-variants", *args.transfer_variants])]
-              if args.transfer_variants is not None else []), *options,
-            *([f"--section {args.section}"] if args.section else []),
-            *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
+        [*variants, *options, *([f"--section {args.section}"] if args.section else []),
+         *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
 
 
 def check_fine_tune_val_seeds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -526,7 +526,7 @@ def test_the_bars_and_headings_of_a_new_transfer_setting_use_its_registry_entry(
         "epoch only)):")
 
 
-def test_the_generated_command_names_settings_other_than_the_default():
+def test_the_generated_command_names_settings_other_than_the_default_also_under_quick():
     parser = agent_study.build_parser()
     base = ["--runs", "v=runs/v/seed_*/best.pt", "--out", "results/x"]
     default = parser.parse_args(base)
@@ -536,6 +536,10 @@ def test_the_generated_command_names_settings_other_than_the_default():
     chosen = parser.parse_args([*base, "--settings", "trained", "8x"])
     assert agent_study.command_line(chosen) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
                                                "--settings trained 8x --out results/x")
+    quick = parser.parse_args(["--quick", "--settings", "trained", "--transfer-variants", "--section", "s",
+                               "--no-readme", "--out", "results/q"])
+    assert agent_study.command_line(quick) == ("python -m benchmarks.agent_study --quick --transfer-variants "
+                                               "--settings trained --section s --no-readme --out results/q")
 
 
 def q_weights(policy):
