@@ -12,7 +12,7 @@ from collections.abc import Callable
 from fedenv.config import EnvConfig
 from fedenv.data.dataset import load_dataset
 from fedenv.observation import feature_names, layout_options
-from fedenv.traces import DEFAULT_TRACE, HELD_OUT_DEVICES_TRACE
+from fedenv.traces import DEFAULT_TRACE, HELD_OUT_DEVICES_TRACE, MORE_CLIENTS_TRACE, load_trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Setting:
     Attributes:
         transform: ``EnvConfig -> EnvConfig``, the training federation to this setting's (where
             ``needs_data_root``, :func:`setting_config` then sets ``data_root`` to ``--data-root``).
-        fields: the EnvConfig fields ``transform`` changes (none for the trained setting).
+        fields: the EnvConfig fields ``transform`` may change (none for the trained setting).
         description: one line for the page's headings, e.g. ``4x the training federation's clients``.
         at: where, in the bars' text, e.g. ``at 4x the clients``.
         needs_data_root: the setting reads a dataset from ``--data-root``.
@@ -36,8 +36,17 @@ class Setting:
 
 
 def more_clients(multiple: int) -> Callable[[EnvConfig], EnvConfig]:
-    """The transformation to ``multiple`` times the clients, the same candidates per round (FedMarl's 4K, 8K)."""
-    return lambda config: dataclasses.replace(config, num_clients=config.num_clients * multiple)
+    """The transformation to ``multiple`` times the clients, the same candidates per round (FedMarl's 4K, 8K).
+    The clients keep the training federation's trace where it holds that many; a federation on the default trace
+    that needs more (100 clients at 4x) replays :data:`fedenv.traces.MORE_CLIENTS_TRACE`, the default trace's
+    clients and more from the same device population (another trace with too few clients is refused when the
+    configuration validates, naming how to generate a larger one)."""
+    def transform(config: EnvConfig) -> EnvConfig:
+        num_clients = config.num_clients * multiple
+        larger = config.trace == DEFAULT_TRACE and num_clients > len(load_trace(DEFAULT_TRACE).clients)
+        return dataclasses.replace(config, num_clients=num_clients,
+                                   **({"trace": MORE_CLIENTS_TRACE} if larger else {}))
+    return transform
 
 
 def other_local_epochs(epochs: int) -> Callable[[EnvConfig], EnvConfig]:
@@ -90,8 +99,10 @@ def other_model(model: str) -> Callable[[EnvConfig], EnvConfig]:
 
 SETTINGS: dict[str, Setting] = {
     "trained": Setting(dataclasses.replace, (), "the training federation", "in the training federation"),
-    "4x": Setting(more_clients(4), ("num_clients",), "4x the training federation's clients", "at 4x the clients"),
-    "8x": Setting(more_clients(8), ("num_clients",), "8x the training federation's clients", "at 8x the clients"),
+    "4x": Setting(more_clients(4), ("num_clients", "trace"), "4x the training federation's clients",
+                  "at 4x the clients"),
+    "8x": Setting(more_clients(8), ("num_clients", "trace"), "8x the training federation's clients",
+                  "at 8x the clients"),
     "epochs-1": Setting(other_local_epochs(1), ("local_epochs",), "the training federation with 1 local epoch per "
                         "round (the probing epoch only)", "at 1 local epoch"),
     "epochs-5": Setting(other_local_epochs(5), ("local_epochs",), "the training federation with 5 local epochs per "

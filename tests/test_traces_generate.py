@@ -45,3 +45,17 @@ def test_held_out_devices_are_the_table_rows_no_client_of_the_trace_has():
     with pytest.raises(ValueError, match=r"every device of the table with population weight > 0 is in the trace "
                                          r"\(2 devices\)"):
         generate.held_out_devices(table[:3], trace)
+
+
+def test_an_extended_trace_keeps_the_clients_it_extends_and_numbers_on_the_new_ones():
+    table = [{"device": name, "train_ms_per_sample": 10.0, "time_cv": 0.05, "population_weight": 1.0}
+             for name in ("a", "b")]
+    base = generate_trace(table, num_clients=3, num_rounds=2, seed=0)
+    extended = generate.extend_trace(base, table, num_clients=5, seed=1)
+    drawn = generate_trace(table, num_clients=2, num_rounds=2, seed=1)["clients"]
+    assert extended["clients"] == [*base["clients"], {**drawn[0], "client": 3}, {**drawn[1], "client": 4}]
+    assert extended["generator"]["num_clients"] == 5 and len(parse_trace(extended).clients) == 5
+    with pytest.raises(ValueError, match=r"num_clients=3: the trace to extend already holds 3 clients"):
+        generate.extend_trace(base, table, num_clients=3, seed=1)
+    with pytest.raises(ValueError, match=r"no generator header with num_rounds"):
+        generate.extend_trace({k: v for k, v in base.items() if k != "generator"}, table, num_clients=5, seed=1)

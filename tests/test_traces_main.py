@@ -1,6 +1,11 @@
+import json
+
+import pytest
+
 from fedenv.traces import SHIPPED_TRACES_DIR, load_trace
 from fedenv.traces import __main__ as traces_cli
 from fedenv.traces.__main__ import main as traces_main
+from fedenv.traces.generate import read_device_table
 
 
 def test_generate_command_reproduces_the_shipped_trace(tmp_path):
@@ -44,3 +49,30 @@ def test_a_held_out_trace_is_written_beside_the_default_trace_never_over_it(tmp_
     assert [path.name for path in tmp_path.iterdir()] == ["held-out-devices.json"]
     shipped = SHIPPED_TRACES_DIR / "held-out-devices.json"
     assert (tmp_path / "held-out-devices.json").read_bytes() == shipped.read_bytes()
+
+
+def test_generate_command_reproduces_the_shipped_trace_of_800_clients_whose_first_100_are_the_default_trace(
+        tmp_path, monkeypatch):
+    devices = str(SHIPPED_TRACES_DIR / "devices.csv")
+    monkeypatch.setattr(traces_cli, "SHIPPED_TRACES_DIR", tmp_path)  # the default --out: beside, never over
+    assert traces_main(["generate", "--extend-from", str(SHIPPED_TRACES_DIR / "default.json"), "--clients", "800",
+                        "--seed", "2", "--devices", devices]) == 0
+    assert [path.name for path in tmp_path.iterdir()] == ["default-800.json"]
+    shipped = json.loads((SHIPPED_TRACES_DIR / "default-800.json").read_text())
+    written = json.loads((tmp_path / "default-800.json").read_text())
+    assert written["clients"] == shipped["clients"]  # the header names the path the test passed
+    default = json.loads((SHIPPED_TRACES_DIR / "default.json").read_text())["clients"]
+    assert shipped["clients"][:100] == default and [c["client"] for c in shipped["clients"]] == list(range(800))
+    assert shipped["generator"]["command"] == ("python -m fedenv.traces generate --extend-from default "
+                                               "--clients 800") and shipped["generator"]["seed"] == 2
+    assert all(len(c["compute_factor"]) == 100 for c in shipped["clients"][100:])  # the default trace's rounds
+    population = {row["device"] for row in read_device_table(devices) if row["population_weight"] > 0}
+    assert {c.device for c in load_trace("default-800").clients} <= population
+
+
+def test_extending_refuses_its_own_rounds_and_a_held_out_filter(capsys):
+    for options in (["--rounds", "20"], ["--held-out-from", "default"]):
+        with pytest.raises(SystemExit) as exit_:
+            traces_main(["generate", "--extend-from", "default", "--clients", "800", *options])
+        assert exit_.value.code == 2
+    assert "--rounds 20 with --extend-from: the rounds are default's" in capsys.readouterr().err

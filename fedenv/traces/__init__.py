@@ -15,6 +15,7 @@ Command line: ``python -m fedenv.traces --help``.
 from fedenv.traces.loading import (
     DEFAULT_TRACE,
     HELD_OUT_DEVICES_TRACE,
+    MORE_CLIENTS_TRACE,
     PHYSICAL_RANGES,
     SHIPPED_TRACES_DIR,
     check_unique_clients,
@@ -34,8 +35,8 @@ from fedenv.traces.schema import (
 )
 
 __all__ = [
-    "ALWAYS_ONLINE", "DEFAULT_TRACE", "HELD_OUT_DEVICES_TRACE", "PHYSICAL_RANGES", "READABLE_VERSIONS",
-    "SHIPPED_TRACES_DIR", "TRACE_FORMAT",
+    "ALWAYS_ONLINE", "DEFAULT_TRACE", "HELD_OUT_DEVICES_TRACE", "MORE_CLIENTS_TRACE", "PHYSICAL_RANGES",
+    "READABLE_VERSIONS", "SHIPPED_TRACES_DIR", "TRACE_FORMAT",
     "TRACE_VERSION", "Availability", "ClientTrace", "DeviceTrace", "TraceReplay", "check_unique_clients",
     "load_trace", "parse_trace", "reference_round_latency_s", "require_clients", "resolve_trace_path",
 ]

@@ -3,6 +3,7 @@
     python -m fedenv.traces devices --sources DIR     # derive traces/devices.csv (DIR: traces/README.md)
     python -m fedenv.traces generate                                  # rebuild traces/default.json
     python -m fedenv.traces generate --held-out-from default --seed 1 --out traces/held-out-devices.json
+    python -m fedenv.traces generate --extend-from default --clients 800 --seed 2 --out traces/default-800.json
     python -m fedenv.traces import --fedscale CAPACITY [--behave BEHAVE] --out my_trace.json
     python -m fedenv.traces import --csv devices.csv --out my_trace.json
     python -m fedenv.traces inspect [TRACE]
@@ -12,14 +13,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from fedenv.fileio import atomic_write_json, atomic_write_text
 from fedenv.registry import MODELS
-from fedenv.traces import DEFAULT_TRACE, HELD_OUT_DEVICES_TRACE, SHIPPED_TRACES_DIR, load_trace
+from fedenv.traces import (
+    DEFAULT_TRACE,
+    HELD_OUT_DEVICES_TRACE,
+    MORE_CLIENTS_TRACE,
+    SHIPPED_TRACES_DIR,
+    load_trace,
+    resolve_trace_path,
+)
 from fedenv.traces.generate import (
     derive_device_table,
     dumps_trace,
+    extend_trace,
     generate_trace,
     held_out_devices,
     read_device_table,
@@ -39,13 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
     generate = sub.add_parser("generate", help="generate a trace file from the device table")
     generate.add_argument("--devices", default=str(SHIPPED_TRACES_DIR / "devices.csv"))
     generate.add_argument("--out", help="trace file to write (default: traces/default.json, or "
-                                        "traces/held-out-devices.json with --held-out-from)")
+                                        "traces/held-out-devices.json with --held-out-from, or "
+                                        "traces/default-800.json with --extend-from)")
     generate.add_argument("--clients", type=int, default=100)
-    generate.add_argument("--rounds", type=int, default=100, help="length of each per-round series")
+    generate.add_argument("--rounds", type=int, help="length of each per-round series (default: 100; with "
+                                                     "--extend-from, TRACE's)")
     generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--held-out-from", metavar="TRACE",
-                          help="draw only devices that no client of TRACE (a shipped trace name or a file) has: "
-                               "held-out device types")
+    origin = generate.add_mutually_exclusive_group()
+    origin.add_argument("--held-out-from", metavar="TRACE",
+                        help="draw only devices that no client of TRACE (a shipped trace name or a file) has: "
+                             "held-out device types")
+    origin.add_argument("--extend-from", metavar="TRACE",
+                        help="keep the clients of TRACE (a shipped trace name or a file) and draw more up to "
+                             "--clients from the same devices, with TRACE's rounds: a larger pool")
     importer = sub.add_parser("import", help="convert a FedScale or CSV trace to our format")
     source = importer.add_mutually_exclusive_group(required=True)
     source.add_argument("--fedscale", metavar="CAPACITY", help="FedScale client_device_capacity pickle")
@@ -72,16 +88,24 @@ def main(argv: list[str] | None = None) -> int:
             write_device_table(rows, args.out)
             print(f"wrote {len(rows)} devices to {args.out}")
         elif args.command == "generate":
+            if args.extend_from and args.rounds is not None:
+                parser.error(f"--rounds {args.rounds} with --extend-from: the rounds are {args.extend_from}'s")
             devices, name = read_device_table(args.devices), DEFAULT_TRACE
             if args.held_out_from:
                 devices, name = held_out_devices(devices, load_trace(args.held_out_from)), HELD_OUT_DEVICES_TRACE
+            if args.extend_from:
+                base = json.loads(resolve_trace_path(args.extend_from).read_text())
+                document, name = extend_trace(base, devices, args.clients, args.seed), MORE_CLIENTS_TRACE
+                document["generator"]["command"] += f" --extend-from {args.extend_from} --clients {args.clients}"
+                document["generator"]["extends"] = args.extend_from
+            else:
+                document = generate_trace(devices, args.clients, args.rounds or 100, args.seed)
             out = args.out or str(SHIPPED_TRACES_DIR / f"{name}.json")
-            document = generate_trace(devices, args.clients, args.rounds, args.seed)
             if args.held_out_from:
                 document["generator"]["command"] += f" --held-out-from {args.held_out_from}"
                 document["generator"]["held_out_from"] = args.held_out_from
             atomic_write_text(out, dumps_trace(document))
-            print(f"wrote {len(document['clients'])} clients x {args.rounds} rounds to {out}")
+            print(f"wrote {len(document['clients'])} clients x {document['generator']['num_rounds']} rounds to {out}")
         elif args.command == "import":
             if args.behave and not args.fedscale:
                 parser.error("--behave goes with --fedscale")

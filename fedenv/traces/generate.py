@@ -248,6 +248,32 @@ def generate_trace(devices: list[dict], num_clients: int = 100, num_rounds: int 
     }
 
 
+def extend_trace(base: dict, devices: list[dict], num_clients: int, seed: int) -> dict:
+    """The trace document ``base`` (a ``fedenv-trace`` document as read from its file, e.g. the default trace's)
+    with clients appended up to ``num_clients``, drawn as :func:`generate_trace` draws them (``seed``, ``base``'s
+    number of rounds) and numbered on from ``base``'s: a larger pool of the same device population whose first
+    clients are ``base``'s, unchanged (``python -m fedenv.traces generate --extend-from default --clients 800
+    --seed 2`` writes ``traces/default-800.json``).
+
+    Raises:
+        ValueError: ``num_clients`` not above ``base``'s number of clients; ``base`` without the generator's
+            header (an imported trace: its rounds are unknown).
+    """
+    held = len(base["clients"])
+    if num_clients <= held:
+        raise ValueError(f"num_clients={num_clients}: the trace to extend already holds {held} clients; "
+                         f"give more than {held}")
+    if "num_rounds" not in base.get("generator", {}):
+        raise ValueError("the trace to extend has no generator header with num_rounds (an imported trace?); "
+                         "extend a trace written by `python -m fedenv.traces generate`")
+    document = generate_trace(devices, num_clients - held, base["generator"]["num_rounds"], seed)
+    first = max(client["client"] for client in base["clients"]) + 1
+    document["clients"] = [*base["clients"], *({**client, "client": first + client["client"]}
+                                               for client in document["clients"])]
+    document["generator"]["num_clients"] = num_clients
+    return document
+
+
 def dumps_trace(document: dict) -> str:
     """Serialise a trace document deterministically: header indented, one line per client."""
     header = {k: v for k, v in document.items() if k != "clients"}

@@ -49,6 +49,10 @@ DEFAULT_TRACE = "default"
 HELD_OUT_DEVICES_TRACE = "held-out-devices"
 """The shipped trace whose clients hold only devices no client of :data:`DEFAULT_TRACE` has
 (:func:`fedenv.traces.generate.held_out_devices`; traces/README.md)."""
+MORE_CLIENTS_TRACE = "default-800"
+"""The shipped trace of 800 clients whose first 100 are :data:`DEFAULT_TRACE`'s, the other 700 drawn from the same
+device population (:func:`fedenv.traces.generate.extend_trace`): the pool of a federation of more clients than the
+default trace holds (traces/README.md)."""
 
 PHYSICAL_RANGES: dict[str, tuple[float, float, str]] = {
     "train_ms_per_sample": (1e-6, 1e6, "ms"),
