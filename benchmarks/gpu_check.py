@@ -21,6 +21,10 @@ local epochs, and reports:
     python benchmarks/gpu_check.py --data-root DIR --preset mnist-lenet --max-candidates 65536
     python benchmarks/gpu_check.py --device cpu --quick            # CI: embedded digits, tiny sizes, < 1 min
 
+``--deterministic`` asks PyTorch for deterministic algorithms and full float32 convolutions and matrix products
+(no TF32; :func:`strict_float32`), to tell which of the two sources makes the batched rounds differ from the loop
+and from each other on CUDA.
+
 ``--quick`` trains 2 candidates x 4 samples for 1 epoch with batch 2 on the embedded ``mnist5k`` digits
 (for both presets: Fashion-MNIST has the same 1x28x28 shape), evaluates on 20 test samples and searches
 up to 2 candidates: a smoke test of the command, not a measurement.
@@ -80,6 +84,18 @@ class PresetReport:
                 f"  memory per client ({memory}): {self.bytes_per_client / 2**20:.2f} MiB; most candidates that fit: "
                 f"{self.most_candidates} ({self.stopped_by})",
                 f"  determinism: two seeded rounds {same}"]
+
+
+def strict_float32() -> None:
+    """Deterministic algorithms (warning where an operation has none), cuDNN's autotuner off, and no TF32 in
+    convolutions or matrix products: PyTorch's reproducibility notes (docs/notes/randomness, "CUDA convolution
+    determinism") and its TF32 note (``torch.backends.cudnn.allow_tf32`` is on by default). Set
+    ``CUBLAS_WORKSPACE_CONFIG`` before the first CUDA call, as cuBLAS's deterministic mode needs."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def compare_runs(run: Callable[[], dict[str, torch.Tensor]]) -> tuple[bool, float]:
@@ -177,12 +193,17 @@ def main(argv=None) -> list[PresetReport]:
     parser.add_argument("--test-samples", type=int, default=1000, help="test samples evaluated each round")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-candidates", type=int, default=65536, help="upper end of the candidate search")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="deterministic algorithms, no TF32 (strict_float32; module docstring)")
     args = parser.parse_args(argv)
+    if args.deterministic:
+        strict_float32()
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
     device = resolve_device(args.device)
-    print(machine_line(device) + (" (--quick: a smoke test, not a measurement)" if args.quick else ""))
+    print(machine_line(device) + (" (--quick: a smoke test, not a measurement)" if args.quick else "")
+          + ("; deterministic algorithms, no TF32" if args.deterministic else ""))
     reports = []
     for name in args.preset or DEFAULT_PRESETS:
         start = time.perf_counter()

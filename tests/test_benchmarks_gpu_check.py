@@ -1,6 +1,8 @@
 """benchmarks/gpu_check.py: what ``--device cpu --quick`` reports, and that its ratio and determinism
 check are computed from what it measured."""
 
+import os
+
 import torch
 
 from benchmarks import gpu_check
@@ -41,3 +43,20 @@ def test_quick_cpu_run_of_both_presets_trains_both_models_alike(capsys):
         assert report.batched_s > 0 and report.loop_s > 0 and report.deterministic
         assert report.difference < 1e-4  # the batched engine and the loop trained the same weights
     assert "fmnist-resnet18: round batched" in capsys.readouterr().out
+
+
+def test_deterministic_flag_asks_for_deterministic_algorithms_without_tf32(monkeypatch, capsys):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           cudnn.allow_tf32, matmul.allow_tf32, cudnn.benchmark)
+    cudnn.allow_tf32 = matmul.allow_tf32 = cudnn.benchmark = True
+    try:
+        gpu_check.main(["--device", "cpu", "--quick", "--preset", "mnist-lenet", "--deterministic"])
+        assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+        assert not cudnn.allow_tf32 and not matmul.allow_tf32 and not cudnn.benchmark
+    finally:  # process-wide flags: put back as they were
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        cudnn.allow_tf32, matmul.allow_tf32, cudnn.benchmark = was[2:]
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert "; deterministic algorithms, no TF32" in capsys.readouterr().out.splitlines()[0]

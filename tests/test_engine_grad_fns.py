@@ -120,6 +120,26 @@ def test_cpu_chunks_of_clients_give_the_gradients_of_one_call(model_name):
         cpu_chunked(one_call, fed.model, chunk_bytes=0)
 
 
+def test_off_a_cpu_chunks_keep_every_activation_tensor_within_32_bit_indexing():
+    # LeNet-5 per sample, by hand: conv 6x28x28 = 4704, ReLU 4704, pool 1176, conv 16x10x10 = 1600, ReLU 1600,
+    # pool 400, flatten 400, 120, 120, 84, 84, 10: 15,002 values; x 32 samples = 480,064 per client, and
+    # (2**31 - 1) // 480,064 = 4473 clients per chunk (CUDA's convolutions index with 32-bit integers)
+    fed, params, _, _, _ = last_step("lenet5")
+    k, b = 10_000, 32
+    x = torch.empty(k, b, 1, 28, 28, device="meta")
+    y, valid = torch.empty(k, b, dtype=torch.long, device="meta"), torch.empty(k, b, device="meta")
+    params = {n: p[0].to("meta").expand(k, *p.shape[1:]) for n, p in params.items()}
+    chunk_sizes = []
+
+    def counted(params, buffers, x, y, valid):
+        chunk_sizes.append(x.shape[0])
+        return {n: torch.empty_like(p) for n, p in params.items()}, torch.empty(x.shape[:2], device="meta")
+
+    grads, loss = cpu_chunked(counted, fed.model)(params, {}, x, y, valid)
+    assert chunk_sizes == [4473, 4473, 1054]
+    assert loss.shape == (k, b) and all(grads[n].shape == params[n].shape for n in params)
+
+
 def test_cpu_chunks_update_each_clients_batchnorm_statistics_in_place():
     # the module is float32, the clients' weights float64 (the chunk estimate must not mind)
     model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3))

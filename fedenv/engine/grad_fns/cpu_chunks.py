@@ -1,4 +1,5 @@
-"""CPU chunking: a gradient function run over cache-sized chunks of clients."""
+"""Chunking: a gradient function run over chunks of clients, cache-sized on a CPU and within 32-bit indexing on
+other devices."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from fedenv.models import count_activations
 CPU_CHUNK_BYTES = 24 * 2**20
 """Default activation budget of one chunk of clients on a CPU (:func:`cpu_chunked`): chosen with
 ``benchmarks/bench_engine.py --cpu-chunk-mib`` on a CPU with a 32 MiB L3 cache."""
+INDEX_LIMIT = 2**31 - 1
+"""Most elements one activation tensor of a chunk may hold off a CPU: CUDA's convolution kernels index with 32-bit
+integers and refuse a larger tensor (``canUse32BitIndexMath``; seen with LeNet-5 at 16,384 candidates x 32
+samples in one grouped convolution on an H200)."""
 
 
 def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_BYTES) -> GradFn:
@@ -22,8 +27,10 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
     One computation over all K clients streams every activation through main memory; chunks sized to
     the cache keep them there (LeNet-5, 100 clients x 32 samples: about 1.5x faster per step). Each
     client's gradient does not depend on the others, so the results are those of one call (up to the
-    summation order inside the convolutions; tested to 1e-6). On other devices, and when all clients
-    fit, ``grad_fn`` runs once.
+    summation order inside the convolutions; tested to 1e-6). On other devices a chunk takes as many clients
+    as keep every activation tensor within :data:`INDEX_LIMIT` elements (one grouped convolution over all
+    clients would otherwise fail past about 14,000 LeNet-5 candidates x 32 samples). When all clients fit,
+    ``grad_fn`` runs once.
 
     Args:
         grad_fn: a :class:`~fedenv.engine.grad_fns.base.GradFn`.
@@ -45,13 +52,13 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
     per_sample = {}  # (input shape, dtype) -> activation values of one sample
 
     def clients_per_chunk(params, x, y) -> int:
-        """Clients per chunk; at least all of them off a CPU."""
-        k, b = y.shape
-        if x.device.type != "cpu":
-            return k
+        """Clients per chunk: within ``chunk_bytes`` on a CPU, within :data:`INDEX_LIMIT` elements elsewhere."""
+        b = y.shape[1]
         key = (tuple(x.shape[2:]), x.dtype)
-        if key not in per_sample:
-            per_sample[key] = count_activations(model, key[0], x.dtype)
+        if key not in per_sample:  # a layer's output, or the input, holds at most all of one sample's values
+            per_sample[key] = max(count_activations(model, key[0], x.dtype), x[0, 0].numel())
+        if x.device.type != "cpu":
+            return max(1, INDEX_LIMIT // (per_sample[key] * b))
         itemsize = next(iter(params.values())).element_size()
         return max(1, chunk_bytes // (per_sample[key] * b * itemsize))
 
