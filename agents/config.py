@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from agents.mixers import MIXERS
 from agents.networks import Q_NETWORKS
+from fedenv.baselines import make_policy, parse_policy_spec
 from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
 from fedenv.registry import POLICIES
@@ -95,7 +96,8 @@ class VDNConfig:
         "width of the qmix mixer's hidden layer and of the straggler cost network's, >= 1 (PyMARL's "
         "mixing_embed_dim; unused by vdn)")})
     demonstrator: str = field(default="", metadata={"help": (
-        "a registered fixed policy (fedenv.registry.POLICIES, e.g. stale-fastest) that labels every training "
+        "a registered fixed policy (fedenv.registry.POLICIES), NAME or NAME:OPTION=VALUE,... (e.g. stale-fastest "
+        "or stale-fastest:k=2; fedenv.baselines.parse_policy_spec), that labels every training "
         "state with its joint action: an exploring candidate plays the demonstrator's action instead of a coin "
         "flip (so while epsilon is 1 the episodes are the demonstrator's), and the loss adds DQfD's large-margin "
         "supervised term on the labelled candidates (Hester et al., AAAI 2018, Eq. 2; labels on the learner's "
@@ -124,7 +126,12 @@ class VDNConfig:
         check_known(self.mixer, MIXERS, "vdn mixer")
         check_known(self.q_network, Q_NETWORKS, "vdn q_network")
         if self.demonstrator:
-            check_known(self.demonstrator, POLICIES, "vdn demonstrator")
+            name, options = parse_policy_spec(self.demonstrator)  # a malformed option: its error names the spec
+            check_known(name, POLICIES, "vdn demonstrator")
+            try:
+                make_policy(name, **options)
+            except ValueError as error:
+                raise ValueError(f"vdn demonstrator={self.demonstrator!r}: {error}") from None
             if self.exploration_uploads:
                 raise ValueError(f"vdn demonstrator={self.demonstrator!r} and exploration_uploads="
                                  f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "

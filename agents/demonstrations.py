@@ -2,10 +2,10 @@
 training states, exploring candidates play them, and a large-margin supervised term pulls each candidate's
 greedy action towards the demonstrator's (``VDNConfig.demonstrator``).
 
-The demonstrator is any registered fixed policy (:data:`fedenv.registry.POLICIES`), built as the studies build
-a reference (:func:`fedenv.baselines.make_policy`, with ``num_rounds`` where it takes it) and driven as
-:func:`fedenv.evaluation.run_episode` drives a policy: reset with the episode's seed and given the clients'
-device-profile estimates, asked for the round's actions on the observations and infos (without the test
+The demonstrator is any registered fixed policy (:data:`fedenv.registry.POLICIES`) with its options, built as
+the studies build a reference (:func:`fedenv.baselines.policy_from_spec`, with ``num_rounds`` where it takes it)
+and driven as :func:`fedenv.evaluation.run_episode` drives a policy: reset with the episode's seed and given
+the clients' device-profile estimates, asked for the round's actions on the observations and infos (without the test
 split's accuracy), shown each step's infos. It acts in the training federation as configured (its
 ``env_overrides`` are not applied). It labels every state of the episode, the states the learner reached by
 its own actions too (DAgger's labelling, Ross et al., AISTATS 2011; DQfD labels only the demonstrator's own
@@ -25,19 +25,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedenv.baselines import make_policy, options_for
+from fedenv.baselines import policy_from_spec
 from fedenv.baselines.base import Policy
 from fedenv.config import EnvConfig
 
 
-def make_demonstrator(name: str, env_config: EnvConfig) -> Policy:
-    """A new instance of registered policy ``name`` for episodes of ``env_config`` (``num_rounds`` passed where
-    the policy takes it; :meth:`~fedenv.baselines.base.Policy.configure` with its ``clients_per_round``).
+def make_demonstrator(spec: str, env_config: EnvConfig) -> Policy:
+    """A new instance of the registered policy ``spec`` (``NAME`` or ``NAME:OPTION=VALUE,...``,
+    :func:`fedenv.baselines.policy_from_spec`) for episodes of ``env_config`` (``num_rounds`` passed where the
+    policy takes it; :meth:`~fedenv.baselines.base.Policy.configure` with its ``clients_per_round``).
 
     Raises:
-        ValueError: ``name`` is not registered.
+        ValueError: a malformed spec, a name that is not registered, an option the policy does not take or a
+            value it refuses.
     """
-    policy = make_policy(name, **options_for(name, num_rounds=env_config.num_rounds))
+    policy = policy_from_spec(spec, env_config.num_rounds)
     policy.configure(env_config.clients_per_round)
     return policy
 

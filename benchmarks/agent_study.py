@@ -91,7 +91,6 @@ from benchmarks.agent_study_groups import (
     check_scratch,
     evaluate_setting,
     fine_tuned_name,
-    parse_reference,
     reference_policies,
     shared_federation,
 )
@@ -101,7 +100,7 @@ from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS, setting
 from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, checkpoint_path, train_agent
 from benchmarks.pages import git_commit
 from benchmarks.schedules import DEFAULT_GRID
-from fedenv.baselines import compared_policies
+from fedenv.baselines import compared_policies, parse_policy_spec
 from fedenv.config import EnvConfig
 from fedenv.fileio import atomic_write_json
 
@@ -320,7 +319,7 @@ def check_references(references: list[str], fixed: list[str], num_rounds: int) -
         ValueError: naming the item and why.
     """
     for item in references:
-        name = parse_reference(item)[0]
+        name = parse_policy_spec(item)[0]
         if name in fixed:
             raise ValueError(f"--references {item}: {name} is already a fixed policy of the bars; a reference is a "
                              f"policy outside them (not one of {', '.join(fixed)})")

@@ -8,7 +8,6 @@ key."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from benchmarks.agent_study_rows import policy_rows, variant_differences, varian
 from benchmarks.agent_study_settings import setting_config
 from benchmarks.common import fine_tune, fine_tune_validated
 from benchmarks.schedules import parse_grid
-from fedenv.baselines import LateRoundsPolicy, make_policy, options_for
+from fedenv.baselines import LateRoundsPolicy, make_policy, policy_from_spec
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
@@ -198,42 +197,15 @@ class Study:
     references: list[str] = dataclasses.field(default_factory=list)
 
 
-def parse_reference(item: str) -> tuple[str, dict]:
-    """A ``--references`` item, ``NAME`` or ``NAME:OPTION=VALUE,...`` (values Python literals, e.g.
-    ``stale-fastest:drop=2,last_rounds=2``) -> ``(registered policy name, options)``.
-
-    Raises:
-        ValueError: an option that is not ``OPTION=VALUE`` with a literal value, naming it.
-    """
-    name, _, text = item.partition(":")
-    options = {}
-    for part in filter(None, text.split(",")):
-        key, sep, value = (piece.strip() for piece in part.partition("="))
-        try:
-            if not (sep and key):
-                raise ValueError(part)
-            options[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"reference {item!r}: option {part!r} is not OPTION=VALUE with a Python literal value "
-                             "(a number, string or boolean; e.g. stale-fastest:drop=2)") from None
-    return name, options
-
-
 def reference_policies(items: list[str], num_rounds: int) -> list:
-    """The policies of ``--references`` items (:func:`parse_reference`), each built by
-    :func:`fedenv.baselines.make_policy` with its options and ``num_rounds`` where it takes it (a schedule-like
-    policy counts the rounds left) and named by its item.
+    """The policies of ``--references`` items (``NAME`` or ``NAME:OPTION=VALUE,...``), each built by
+    :func:`fedenv.baselines.policy_from_spec` and named by its item.
 
     Raises:
-        ValueError: a name that is not registered, an option the policy does not take or a value it refuses.
+        ValueError: a malformed item, a name that is not registered, an option the policy does not take or a
+            value it refuses.
     """
-    policies = []
-    for item in items:
-        name, options = parse_reference(item)
-        policy = make_policy(name, **{**options_for(name, num_rounds=num_rounds), **options})
-        policy.name = item
-        policies.append(policy)
-    return policies
+    return [policy_from_spec(item, num_rounds) for item in items]
 
 
 def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],

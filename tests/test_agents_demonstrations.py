@@ -150,9 +150,30 @@ def test_a_demonstrator_that_does_not_fit_the_federation_is_refused_before_train
         Trainer(tiny_config(num_rounds=2), ALWAYS_EXPLORE, episodes=1)
 
 
+def test_a_demonstrator_with_options_labels_and_plays_as_that_policy_does():
+    with_k2 = dataclasses.replace(ALWAYS_EXPLORE, demonstrator="stale-fastest:k=2,last_rounds=1")
+    trainer = Trainer(ENV, with_k2, episodes=1, seed=4)
+    try:
+        [summary] = trainer.play_episodes()
+        uploads = trainer.buffer.actions[: ENV.num_rounds].sum(1)
+    finally:
+        trainer.close()
+    # 5 candidates: 2 upload in each of the first 4 rounds, then all but the slowest in the last round
+    assert uploads.tolist() == [2, 2, 2, 2, 4]
+    reference = make_policy("stale-fastest", k=2, last_rounds=1, num_rounds=ENV.num_rounds)
+    record = run_episode(ClientSelectionEnv(ENV), reference, training_seed(4, 0))
+    assert summary.team_return == pytest.approx(record.team_return, abs=1e-9)
+
+
 def test_bad_demonstration_settings_are_refused_naming_the_value():
     with pytest.raises(ValueError, match=r"vdn demonstrator='nobody' is not known; allowed: .*stale-fastest"):
         VDNConfig(demonstrator="nobody").validate()
+    with pytest.raises(ValueError, match=r"vdn demonstrator='stale-fastest:k=0': stale-fastest k=0, .*need k >= 1"):
+        VDNConfig(demonstrator="stale-fastest:k=0").validate()
+    with pytest.raises(ValueError, match=r"vdn demonstrator='fastest:k=2': policy 'fastest' takes no option 'k'"):
+        VDNConfig(demonstrator="fastest:k=2").validate()
+    with pytest.raises(ValueError, match=r"policy 'stale-fastest:k': option 'k' is not OPTION=VALUE"):
+        VDNConfig(demonstrator="stale-fastest:k").validate()
     with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 3\): with a demonstrator .* set one of them"):
         VDNConfig(demonstrator="fastest", exploration_uploads=(1, 3)).validate()
     for name in ("demonstration_margin", "demonstration_weight"):

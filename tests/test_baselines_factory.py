@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 
 import fedenv
-from fedenv.baselines import FastestPolicy, OortPolicy, Policy, make_policy, options_for, policy_options
+from fedenv.baselines import (
+    FastestPolicy,
+    OortPolicy,
+    Policy,
+    StaleFastestPolicy,
+    make_policy,
+    options_for,
+    parse_policy_spec,
+    policy_from_spec,
+    policy_options,
+)
 from fedenv.evaluation import run_episode
 from fedenv.registry import POLICIES
 
@@ -104,3 +114,22 @@ def test_every_baseline_runs_and_reports_its_aggregation(name):
 def test_fixed_ratio_policies_default_to_fedcms_eight_of_twenty_clients():
     for name in ("fedcm-ucb", "fedcm-ts", "oort", "fastest"):
         assert make_policy(name).select_fraction == 8 / 20, name  # Kim et al., arXiv 2012.03270, Tables 3-5
+
+
+def test_a_policy_spec_is_a_name_and_literal_options():
+    assert parse_policy_spec("fastest") == ("fastest", {})
+    assert parse_policy_spec("stale-fastest:k=2, drop=0") == ("stale-fastest", {"k": 2, "drop": 0})
+    assert parse_policy_spec("oort:select_fraction=0.25,name='o'") == ("oort", {"select_fraction": 0.25, "name": "o"})
+    for spec, part in (("stale-fastest:k", "k"), ("stale-fastest:=2", "=2"), ("random:p=half", "p=half")):
+        with pytest.raises(ValueError, match=rf"policy '{spec}': option '{part}' is not OPTION=VALUE"):
+            parse_policy_spec(spec)
+
+
+def test_a_policy_built_from_a_spec_takes_its_options_and_the_rounds_and_is_named_by_the_spec():
+    policy = policy_from_spec("stale-fastest:k=2", num_rounds=7)
+    assert isinstance(policy, StaleFastestPolicy) and (policy.k, policy.num_rounds) == (2, 7)
+    assert policy.name == "stale-fastest:k=2"
+    assert policy_from_spec("stale-fastest:num_rounds=9", num_rounds=7).num_rounds == 9  # the spec's own wins
+    assert policy_from_spec("fastest", num_rounds=7).name == "fastest"  # fastest takes no num_rounds
+    with pytest.raises(ValueError, match=r"policy 'fastest' takes no option 'k'"):
+        policy_from_spec("fastest:k=2", num_rounds=7)

@@ -13,7 +13,14 @@ from fedenv.baselines.base import (
     predicted_duration_s,
     select_count,
 )
-from fedenv.baselines.factory import compared_policies, make_policy, options_for, policy_options
+from fedenv.baselines.factory import (
+    compared_policies,
+    make_policy,
+    options_for,
+    parse_policy_spec,
+    policy_from_spec,
+    policy_options,
+)
 from fedenv.baselines.fastest import FastestPolicy
 from fedenv.baselines.fedcm import BanditPolicy, FedCMTSPolicy, FedCMUCBPolicy
 from fedenv.baselines.oort import OortPolicy, oort_utility
@@ -53,6 +60,8 @@ __all__ = [
     "make_policy",
     "oort_utility",
     "options_for",
+    "parse_policy_spec",
+    "policy_from_spec",
     "policy_options",
     "predicted_duration_s",
     "select_count",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 
 from fedenv.baselines.base import Policy
@@ -50,6 +51,43 @@ def make_policy(name: str, **options) -> Policy:
         raise ValueError(f"policy {name!r} takes no option {', '.join(map(repr, unknown))}; "
                          f"it takes: {', '.join(accepted) or 'none'}")
     return POLICIES.get(name)(**options)
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict]:
+    """A policy written as ``NAME`` or ``NAME:OPTION=VALUE,...`` (values Python literals, e.g.
+    ``stale-fastest:k=2,drop=2``) -> ``(name, options)``: the form of ``agent_study --references`` and
+    ``train_agents.py --vdn-demonstrator``. The name is not checked here (:func:`policy_from_spec` builds it).
+
+    Raises:
+        ValueError: an option that is not ``OPTION=VALUE`` with a literal value, naming it.
+    """
+    name, _, text = spec.partition(":")
+    options = {}
+    for part in filter(None, text.split(",")):
+        key, sep, value = (piece.strip() for piece in part.partition("="))
+        try:
+            if not (sep and key):
+                raise ValueError(part)
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"policy {spec!r}: option {part!r} is not OPTION=VALUE with a Python literal value "
+                             "(a number, string or boolean; e.g. stale-fastest:drop=2)") from None
+    return name, options
+
+
+def policy_from_spec(spec: str, num_rounds: int) -> Policy:
+    """The policy ``spec`` (:func:`parse_policy_spec`) built by :func:`make_policy` with its options and
+    ``num_rounds`` where it takes it (a schedule-like policy counts the rounds left), named ``spec``
+    (``stale-fastest:k=2``).
+
+    Raises:
+        ValueError: a malformed spec, a name that is not registered, an option the policy does not take or a
+            value it refuses.
+    """
+    name, options = parse_policy_spec(spec)
+    policy = make_policy(name, **{**options_for(name, num_rounds=num_rounds), **options})
+    policy.name = spec
+    return policy
 
 
 def compared_policies() -> tuple[str, ...]:
