@@ -7,7 +7,12 @@ policy in its own probing mode (:func:`fedenv.evaluation.evaluate_policies`).
 
     python -m benchmarks.rule_sweep --policies fastest oort stale-fastest stale-fastest:k=2 stale-fastest:k=3 \\
         stale-fastest:k=4 --settings trained 4x 8x        # docs/results/learned-agent.md, seeds 500-507
+    python -m benchmarks.rule_sweep --dataset mnist --data-root DIR --num-clients 100 --clients-per-round 10 \
+        --train-samples 20000 --policies fastest oort stale-fastest stale-fastest:k=2 --settings trained 4x 8x
     python -m benchmarks.rule_sweep --quick               # CI size (seconds)
+
+The federation is the default one, or what the :class:`fedenv.config.EnvConfig` flags make of it (as
+``evaluate.py`` takes them; ``--data-root`` also serves the settings that read a dataset).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from benchmarks.agent_study_settings import SETTINGS, setting_config
 from benchmarks.common import QUICK_FEDERATION
 from fedenv.baselines import policy_from_spec
+from fedenv.cli import add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
 
@@ -67,15 +73,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser.add_argument("--settings", nargs="+", metavar="SETTING", choices=list(SETTINGS), default=["trained"])
     parser.add_argument("--seeds", nargs="+", type=int, default=list(VALIDATION_SEEDS),
                         help="env seeds (default: 500-507, the studies' validation seeds)")
-    parser.add_argument("--data-root", default=None, help="folder of the datasets a setting reads (fmnist)")
     parser.add_argument("--quick", action="store_true", help=f"CI size: {QUICK} in the 3-client federation")
+    add_env_arguments(parser, skip=("probing",))
     args = parser.parse_args(argv)
     if len(set(args.policies)) < len(args.policies):
         parser.error(f"--policies names a policy twice: {' '.join(args.policies)}")
-    federation = EnvConfig(**QUICK_FEDERATION) if args.quick else EnvConfig()
     options = {**vars(args), **(QUICK if args.quick else {})}
     try:
-        table = sweep(federation, options["policies"], options["settings"], options["seeds"], args.data_root)
+        federation = env_config_from_args(args, EnvConfig(**QUICK_FEDERATION) if args.quick else None)
+        table = sweep(federation, options["policies"], options["settings"], options["seeds"], federation.data_root)
     except ValueError as error:
         parser.error(str(error))
     print(f"mean team return over seeds {', '.join(map(str, options['seeds']))}:")

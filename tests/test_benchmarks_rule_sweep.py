@@ -14,11 +14,13 @@ from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation.rollout import run_episode
 
 
-def test_each_cell_is_the_mean_return_of_the_policy_played_by_the_plain_loop(capsys):
-    table = rule_sweep.main(["--quick"])
+@pytest.mark.parametrize("flags", [[], ["--num-rounds", "3"]])  # the federation's flags change the federation
+def test_each_cell_is_the_mean_return_of_the_policy_played_by_the_plain_loop(flags, capsys):
+    table = rule_sweep.main(["--quick", *flags])
     assert list(table) == ["trained", "4x"]
+    federation = EnvConfig(**{**QUICK_FEDERATION, "num_rounds": 3 if flags else QUICK_FEDERATION["num_rounds"]})
     for setting in table:
-        config = setting_config(EnvConfig(**QUICK_FEDERATION), setting)
+        config = setting_config(federation, setting)
         policy = StaleFastestPolicy(k=2, last_rounds=1, num_rounds=config.num_rounds)
         env = ClientSelectionEnv(dataclasses.replace(config, probing=False))  # stale-fastest decides before probing
         by_hand = run_episode(env, policy, 500).team_return  # one seed: the mean
