@@ -36,8 +36,10 @@ from fedenv.evaluation import evaluate_policies
 
 VALIDATION_SEEDS = tuple(range(500, 508))
 """The default seeds: ``train_agents.py``'s validation seeds of the studies (``--val-seeds 500 ... 507``)."""
+DEFAULTS = dict(policies=["fastest", "oort", "stale-fastest"], settings=["trained"], seeds=list(VALIDATION_SEEDS))
+"""What a run evaluates where ``--policies``, ``--settings`` or ``--seeds`` is not given."""
 QUICK = dict(policies=["fastest", "stale-fastest:k=2,last_rounds=1"], settings=["trained", "4x"], seeds=[500])
-"""What ``--quick`` evaluates, in :data:`benchmarks.common.QUICK_FEDERATION`."""
+"""The same under ``--quick``, in :data:`benchmarks.common.QUICK_FEDERATION` (a flag given wins)."""
 
 
 def sweep(federation: EnvConfig, specs: list[str], settings: list[str], seeds: list[int],
@@ -69,16 +71,17 @@ def markdown(table: dict[str, dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policies", nargs="+", metavar="POLICY[:OPTION=VALUE,...]",
-                        default=["fastest", "oort", "stale-fastest"])
-    parser.add_argument("--settings", nargs="+", metavar="SETTING", choices=list(SETTINGS), default=["trained"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(VALIDATION_SEEDS),
-                        help="env seeds (default: 500-507, the studies' validation seeds)")
+                        help="default: fastest oort stale-fastest")
+    parser.add_argument("--settings", nargs="+", metavar="SETTING", choices=list(SETTINGS), help="default: trained")
+    parser.add_argument("--seeds", nargs="+", type=int, help="env seeds (default: 500-507, the studies' validation "
+                                                              "seeds)")
     parser.add_argument("--quick", action="store_true", help=f"CI size: {QUICK} in the 3-client federation")
     add_env_arguments(parser, skip=("probing",))
     args = parser.parse_args(argv)
-    if len(set(args.policies)) < len(args.policies):
-        parser.error(f"--policies names a policy twice: {' '.join(args.policies)}")
-    options = {**vars(args), **(QUICK if args.quick else {})}
+    defaults = QUICK if args.quick else DEFAULTS  # what a flag not given takes
+    options = {key: defaults[key] if getattr(args, key) is None else getattr(args, key) for key in defaults}
+    if len(set(options["policies"])) < len(options["policies"]):
+        parser.error(f"--policies names a policy twice: {' '.join(options['policies'])}")
     try:
         federation = env_config_from_args(args, EnvConfig(**QUICK_FEDERATION) if args.quick else None)
         table = sweep(federation, options["policies"], options["settings"], options["seeds"], federation.data_root)

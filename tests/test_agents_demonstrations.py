@@ -168,8 +168,11 @@ def test_a_demonstrator_with_options_labels_and_plays_as_that_policy_does():
 def test_bad_demonstration_settings_are_refused_naming_the_value():
     with pytest.raises(ValueError, match=r"vdn demonstrator='nobody' is not known; allowed: .*stale-fastest"):
         VDNConfig(demonstrator="nobody").validate()
-    with pytest.raises(ValueError, match=r"vdn demonstrator='stale-fastest:k=0': stale-fastest k=0, .*need k >= 1"):
-        VDNConfig(demonstrator="stale-fastest:k=0").validate()
+    # option values are checked against the federation's rounds when training starts, not before
+    assert VDNConfig(demonstrator="stale-fastest:last_rounds=25").validate().demonstrator
+    with pytest.raises(ValueError, match=r"vdn demonstrator='stale-fastest:last_rounds=25': stale-fastest .*"
+                                         r"last_rounds=25, .*num_rounds=5"):
+        Trainer(ENV, dataclasses.replace(ALWAYS_EXPLORE, demonstrator="stale-fastest:last_rounds=25"), episodes=1)
     with pytest.raises(ValueError, match=r"vdn demonstrator='fastest:k=2': policy 'fastest' takes no option 'k'"):
         VDNConfig(demonstrator="fastest:k=2").validate()
     with pytest.raises(ValueError, match=r"policy 'stale-fastest:k': option 'k' is not OPTION=VALUE"):

@@ -28,6 +28,7 @@ def test_each_cell_is_the_mean_return_of_the_policy_played_by_the_plain_loop(fla
     printed = capsys.readouterr().out
     assert "| setting | `fastest` | `stale-fastest:k=2,last_rounds=1` |" in printed
     assert f"| 4x | {table['4x']['fastest']:.3f} | " in printed
+    assert list(rule_sweep.main(["--quick", "--settings", "8x", *flags])) == ["8x"]  # a flag given wins over --quick
 
 
 def test_bad_policies_and_settings_are_refused_naming_them(capsys):

@@ -76,3 +76,8 @@ def test_extending_refuses_its_own_rounds_and_a_held_out_filter(capsys):
             traces_main(["generate", "--extend-from", "default", "--clients", "800", *options])
         assert exit_.value.code == 2
     assert "--rounds 20 with --extend-from: the rounds are default's" in capsys.readouterr().err
+    for options in (["--clients", "400"], ["--extend-from", "held-out-devices"]):  # never over the shipped trace
+        with pytest.raises(SystemExit):
+            traces_main(["generate", "--extend-from", "default", "--clients", "800", *options])
+        assert "needs --out: the default, traces/default-800.json, is the default trace extended to 800" in (
+            capsys.readouterr().err)

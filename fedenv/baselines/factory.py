@@ -56,13 +56,14 @@ def make_policy(name: str, **options) -> Policy:
 def parse_policy_spec(spec: str) -> tuple[str, dict]:
     """A policy written as ``NAME`` or ``NAME:OPTION=VALUE,...`` (values Python literals, e.g.
     ``stale-fastest:k=2,drop=2``) -> ``(name, options)``: the form of ``agent_study --references`` and
-    ``train_agents.py --vdn-demonstrator``. The name is not checked here (:func:`policy_from_spec` builds it).
+    ``train_agents.py --vdn-demonstrator``. Options are split at commas, so a value holds none (numbers,
+    strings and booleans). The name is not checked here (:func:`policy_from_spec` builds it).
 
     Raises:
         ValueError: an option that is not ``OPTION=VALUE`` with a literal value, naming it.
     """
     name, _, text = spec.partition(":")
-    options = {}
+    name, options = name.strip(), {}
     for part in filter(None, text.split(",")):
         key, sep, value = (piece.strip() for piece in part.partition("="))
         try:

@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             if args.extend_from and args.rounds is not None:
                 parser.error(f"--rounds {args.rounds} with --extend-from: the rounds are {args.extend_from}'s")
+            shipped_extension = args.clients == 800 and (  # what traces/default-800.json holds
+                resolve_trace_path(args.extend_from or DEFAULT_TRACE) == resolve_trace_path(DEFAULT_TRACE))
+            if args.extend_from and args.out is None and not shipped_extension:
+                parser.error(f"--extend-from {args.extend_from} --clients {args.clients} needs --out: the default, "
+                             f"traces/{MORE_CLIENTS_TRACE}.json, is the default trace extended to 800 clients")
             devices, name = read_device_table(args.devices), DEFAULT_TRACE
             if args.held_out_from:
                 devices, name = held_out_devices(devices, load_trace(args.held_out_from)), HELD_OUT_DEVICES_TRACE
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 document["generator"]["command"] += f" --extend-from {args.extend_from} --clients {args.clients}"
                 document["generator"]["extends"] = args.extend_from
             else:
-                document = generate_trace(devices, args.clients, args.rounds or 100, args.seed)
+                document = generate_trace(devices, args.clients, 100 if args.rounds is None else args.rounds, args.seed)
             out = args.out or str(SHIPPED_TRACES_DIR / f"{name}.json")
             if args.held_out_from:
                 document["generator"]["command"] += f" --held-out-from {args.held_out_from}"

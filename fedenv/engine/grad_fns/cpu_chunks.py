@@ -28,9 +28,10 @@ def cpu_chunked(grad_fn: GradFn, model: nn.Module, chunk_bytes: int = CPU_CHUNK_
     the cache keep them there (LeNet-5, 100 clients x 32 samples: about 1.5x faster per step). Each
     client's gradient does not depend on the others, so the results are those of one call (up to the
     summation order inside the convolutions; tested to 1e-6). On other devices a chunk takes as many clients
-    as keep every activation tensor within :data:`INDEX_LIMIT` elements (one grouped convolution over all
-    clients would otherwise fail past about 14,000 LeNet-5 candidates x 32 samples). When all clients fit,
-    ``grad_fn`` runs once.
+    as keep all of one sample's activations (their sum over the layers, a conservative bound on the largest
+    tensor) times the batch within :data:`INDEX_LIMIT` elements: 4,473 LeNet-5 clients x 32 samples, where one
+    grouped convolution over all clients would fail past about 14,000. When all clients fit, ``grad_fn`` runs
+    once.
 
     Args:
         grad_fn: a :class:`~fedenv.engine.grad_fns.base.GradFn`.
