@@ -63,9 +63,10 @@ under ``policies``, beside the variants' rows and differences.
 
     python train_agents.py --no-probing --seed S --run-dir runs/no-probing/seed_S     # S = 0..4, per variant
     python -m benchmarks.agent_study --runs main-job='runs/headline/seed_*/checkpoint.pt' \\
-        no-probing='runs/no-probing/seed_*/checkpoint.pt' --out results/agent_study --write
+        no-probing='runs/no-probing/seed_*/checkpoint.pt' --no-readme --out results/agent_study --write
     python -m benchmarks.agent_study --runs main-job='runs/main-job/seed_*/checkpoint.pt' --fine-tune-episodes 10 \\
-        --scratch 4x:scratch-4x='runs/scratch-4x/seed_*/checkpoint.pt' --out results/agent_study --write
+        --scratch 4x:scratch-4x='runs/scratch-4x/seed_*/checkpoint.pt' --no-readme \\
+        --out results/agent_study --write
     python -m benchmarks.agent_study --quick --out results/agent_study_quick        # CI size (seconds)
 
 ``--quick`` evaluates the settings trained and 4x only and fine-tunes for 1 episode.
