@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agents.mixers import MIXERS
 from agents.networks import Q_NETWORKS
-from fedenv.baselines import parse_policy_spec, policy_options
+from fedenv.baselines import check_policy_options, parse_policy_spec
 from fedenv.names import check_known
 from fedenv.plain import infinities_from_json, plain_fields
 from fedenv.registry import POLICIES
@@ -130,11 +130,10 @@ class VDNConfig:
             # (agents.demonstrations.make_demonstrator, when the trainer starts)
             name, options = parse_policy_spec(self.demonstrator)  # a malformed option: its error names the spec
             check_known(name, POLICIES, "vdn demonstrator")
-            accepted = policy_options(name)
-            unknown = [key for key in options if accepted is not None and key not in accepted]
-            if unknown:
-                raise ValueError(f"vdn demonstrator={self.demonstrator!r}: policy {name!r} takes no option "
-                                 f"{', '.join(map(repr, unknown))}; it takes: {', '.join(accepted) or 'none'}")
+            try:
+                check_policy_options(name, options)
+            except ValueError as error:
+                raise ValueError(f"vdn demonstrator={self.demonstrator!r}: {error}") from None
             if self.exploration_uploads:
                 raise ValueError(f"vdn demonstrator={self.demonstrator!r} and exploration_uploads="
                                  f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "

@@ -14,6 +14,7 @@ from fedenv.baselines.base import (
     select_count,
 )
 from fedenv.baselines.factory import (
+    check_policy_options,
     compared_policies,
     make_policy,
     options_for,
@@ -54,6 +55,7 @@ __all__ = [
     "SelectAllPolicy",
     "StaleFastestPolicy",
     "candidates",
+    "check_policy_options",
     "check_select_fraction",
     "compared_policies",
     "expected_duration_s",

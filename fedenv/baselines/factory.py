@@ -45,12 +45,21 @@ def make_policy(name: str, **options) -> Policy:
             policy does not take (the message lists those it takes), or a value the policy refuses
             (``select_fraction`` outside (0, 1]).
     """
+    check_policy_options(name, options)
+    return POLICIES.get(name)(**options)
+
+
+def check_policy_options(name: str, options) -> None:
+    """Refuse option names that policy ``name`` does not take (:func:`policy_options`); the values are not checked.
+
+    Raises:
+        ValueError: ``name`` is not registered, or an option it does not take (the message lists those it takes).
+    """
     accepted = policy_options(name)
     unknown = [key for key in options if accepted is not None and key not in accepted]
     if unknown:
         raise ValueError(f"policy {name!r} takes no option {', '.join(map(repr, unknown))}; "
                          f"it takes: {', '.join(accepted) or 'none'}")
-    return POLICIES.get(name)(**options)
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict]:
