@@ -49,7 +49,7 @@ def make_policy(name: str, **options) -> Policy:
     return POLICIES.get(name)(**options)
 
 
-def check_policy_options(name: str, options) -> None:
+def check_policy_options(name: str, options: dict) -> None:
     """Refuse option names that policy ``name`` does not take (:func:`policy_options`); the values are not checked.
 
     Raises:

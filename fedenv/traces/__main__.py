@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             if args.extend_from and args.rounds is not None:
                 parser.error(f"--rounds {args.rounds} with --extend-from: the rounds are {args.extend_from}'s")
-            shipped_extension = args.clients == 800 and (  # what traces/default-800.json holds
-                resolve_trace_path(args.extend_from or DEFAULT_TRACE) == resolve_trace_path(DEFAULT_TRACE))
-            if args.extend_from and args.out is None and not shipped_extension:
+            if args.extend_from and args.out is None and not (
+                    args.clients == 800  # what traces/default-800.json holds
+                    and resolve_trace_path(args.extend_from) == resolve_trace_path(DEFAULT_TRACE)):
                 parser.error(f"--extend-from {args.extend_from} --clients {args.clients} needs --out: the default, "
                              f"traces/{MORE_CLIENTS_TRACE}.json, is the default trace extended to 800 clients")
             devices, name = read_device_table(args.devices), DEFAULT_TRACE
