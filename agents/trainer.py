@@ -51,7 +51,7 @@ from agents.rollout import (
 )
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
-from agents.vdn import VDNLearner
+from agents.vdn import VDNLearner, demonstration_weight
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions
 from fedenv.env import ClientSelectionEnv
@@ -209,14 +209,18 @@ class Trainer:
 
     def _train_after(self, step: int) -> list[float]:
         """The TD losses of the gradient steps due after environment step ``step`` (none before
-        ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps)."""
+        ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps), with a demonstrator at the margin
+        weight of the episodes ended so far (:func:`~agents.vdn.demonstration_weight` at schedule step
+        ``episodes ended * num_rounds`` of ``schedule_episodes * num_rounds``, the steps epsilon anneals over)."""
         config = self.vdn_config
         if step < config.learning_starts or step % config.train_freq or not len(self.buffer):
             return []
+        num_rounds = self.env.config.num_rounds
+        margin_weight = demonstration_weight(self.episode * num_rounds, self.schedule_episodes * num_rounds, config)
         losses = []
         for _ in range(config.gradient_steps):
             batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
-            losses.append(self.learner.update(batch))
+            losses.append(self.learner.update(batch, margin_weight))
             if batch.index is not None:
                 self.buffer.update_priorities(batch.index, self.learner.last_td_errors)
         return losses

@@ -8,7 +8,8 @@ Double-Q target (van Hasselt et al., AAAI 2016) over n-step returns:
 with masked actions excluded from the argmax; truncation bootstraps, termination does not
 (docs/design.md, section 10). Adam, gradient-norm clipping, hard target updates every
 ``target_update_interval`` gradient steps, epsilon annealed linearly
-over the run's episodes (:func:`linear_epsilon`).
+over the run's episodes (:func:`linear_epsilon`), and so, with a demonstrator and a final weight, the margin
+term's weight (:func:`demonstration_weight`).
 With ``VDNConfig.mixer`` other than ``vdn`` (:mod:`agents.mixers`), the sums above become the mixer's
 ``Q_tot`` (the target side through a target copy of the mixer), trained jointly with the Q-network, and
 the argmax over next actions is the mixer's greedy joint action (:func:`agents.mixers.greedy_actions`).
@@ -37,17 +38,36 @@ MIXER_SEED_OFFSET = 1 << 32
 """The mixer's weights are drawn from seed ``seed + MIXER_SEED_OFFSET``, apart from the Q-network's."""
 
 
+def linear_schedule(step: int, total_steps: int, start: float, end: float, fraction: float) -> float:
+    """The value at schedule step ``step`` of ``total_steps``: linear from ``start`` to ``end`` over
+    ``fraction * total_steps`` steps (at least one), then ``end`` (SB3's
+    ``stable_baselines3.common.utils.get_linear_fn``)."""
+    progress = min(1.0, step / max(1.0, fraction * total_steps))
+    return start + progress * (end - start)
+
+
 def linear_epsilon(step: int, total_steps: int, config: VDNConfig) -> float:
     """Epsilon at schedule step ``step`` of ``total_steps``: linear from ``exploration_initial_eps`` to
     ``exploration_final_eps`` over ``exploration_fraction * total_steps`` steps, then constant (the
-    schedule of SB3's DQN, ``stable_baselines3.common.utils.get_linear_fn``).
+    schedule of SB3's DQN, :func:`linear_schedule`).
 
     The trainer counts steps by episode (see ``VDNConfig.exploration_fraction``): round ``r`` of episode
     ``e`` is step ``e * num_rounds + r`` of ``episodes * num_rounds``.
     """
-    horizon = max(1.0, config.exploration_fraction * total_steps)
-    fraction = min(1.0, step / horizon)
-    return config.exploration_initial_eps + fraction * (config.exploration_final_eps - config.exploration_initial_eps)
+    return linear_schedule(step, total_steps, config.exploration_initial_eps, config.exploration_final_eps,
+                           config.exploration_fraction)
+
+
+def demonstration_weight(step: int, total_steps: int, config: VDNConfig) -> float:
+    """The margin term's weight at schedule step ``step`` of ``total_steps`` (the steps of
+    :func:`linear_epsilon`): ``demonstration_weight`` throughout without a ``demonstration_final_weight``
+    (DQfD's constant lambda_2, Hester et al., AAAI 2018); with one, linear from ``demonstration_weight`` to it
+    over the ``exploration_fraction`` of the run in which epsilon anneals, then constant (kickstarting's fading
+    teacher, Schmitt et al., arXiv 1803.03835, 2018)."""
+    if config.demonstration_final_weight is None:
+        return config.demonstration_weight
+    return linear_schedule(step, total_steps, config.demonstration_weight, config.demonstration_final_weight,
+                           config.exploration_fraction)
 
 
 class VDNLearner:
@@ -146,10 +166,11 @@ class VDNLearner:
         self.gradient_steps = int(state["gradient_steps"])
         self.rng.bit_generator.state = state["rng"]
 
-    def update(self, batch: Batch) -> float:
+    def update(self, batch: Batch, margin_weight: float | None = None) -> float:
         """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
         whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities), plus, with a
-        demonstrator, ``demonstration_weight`` times DQfD's margin loss on the batch's labelled candidates
+        demonstrator, ``margin_weight`` (default: ``demonstration_weight``; the trainer passes the annealed
+        weight, :func:`demonstration_weight`) times DQfD's margin loss on the batch's labelled candidates
         (:func:`agents.demonstrations.margin_loss`; Hester et al., AAAI 2018, Eq. 5 with our one n-step TD loss
         in place of their 1-step and n-step terms, and without the L2 term; it acts on each agent's own values,
         also under a mixer that acts jointly); hard
@@ -162,7 +183,8 @@ class VDNLearner:
             self.last_td_errors = td_error.detach().cpu().numpy()
             loss = torch.mean(batch.weight * td_error ** 2)
         if self.config.demonstrator and batch.demo_actions is not None:
-            loss = loss + self.config.demonstration_weight * margin_loss(
+            weight = self.config.demonstration_weight if margin_weight is None else margin_weight
+            loss = loss + weight * margin_loss(
                 values, batch.mask[..., 1], batch.demo_actions, self.config.demonstration_margin)
         self.optimizer.zero_grad()
         loss.backward()

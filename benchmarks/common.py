@@ -131,7 +131,8 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
 
     A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
     (:meth:`~agents.trainer.Trainer.initialise_from`: online and target network);
-    exploration starts at the checkpoint's final epsilon (the policy is already trained) and gradient
+    exploration starts at the checkpoint's final epsilon (the policy is already trained; with a demonstrator, the
+    margin term at its final weight, ``demonstration_final_weight`` where set) and gradient
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
     run (FedMarl's 10 episodes) trains at all.
 
@@ -141,6 +142,8 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
     document = load_checkpoint(checkpoint)
     vdn = document["vdn_config"]
     vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
+    if vdn.demonstration_final_weight is not None:  # the margin term's weight where the run ended, as epsilon
+        vdn = dataclasses.replace(vdn, demonstration_weight=vdn.demonstration_final_weight)
     trainer = Trainer(config, vdn, episodes, seed)
     trainer.initialise_from(document)
     while trainer.episode < episodes:

@@ -35,7 +35,7 @@ def test_fields_use_the_sb3_names_and_every_field_has_help():
                                                 "mixing_embed_dim", "prioritized_replay", "prioritized_replay_alpha",
                                                 "prioritized_replay_beta", "prioritized_replay_eps",
                                                 "exploration_uploads", "demonstrator", "demonstration_margin",
-                                                "demonstration_weight"}
+                                                "demonstration_weight", "demonstration_final_weight"}
     for name, f in fields.items():
         assert len(f.metadata.get("help", "")) > 20, name
     assert "n_steps" in fields["n_step"].metadata["help"]  # says why it is not SB3's n_steps

@@ -145,6 +145,42 @@ def test_the_margin_term_pulls_the_greedy_actions_to_the_labels(weight, imitates
     assert bool((values.argmax(-1) == labels).all()) is imitates
 
 
+def test_a_margin_weight_of_zero_takes_the_step_of_a_learner_without_a_demonstrator():
+    data = batch(torch.ones(16, 2, dtype=torch.int64))
+    with_labels = VDNLearner(3, VDNConfig(hidden=(16,), demonstrator="stale-fastest", demonstration_weight=10.0),
+                             seed=0)
+    plain = VDNLearner(3, VDNConfig(hidden=(16,)), seed=0)
+    assert with_labels.update(data, margin_weight=0.0) == plain.update(data)
+    assert all(torch.equal(a, b) for a, b in zip(with_labels.q.parameters(), plain.q.parameters()))
+    # by default the weight is demonstration_weight: the loss is the plain one plus 10 margins
+    weighted = VDNLearner(3, VDNConfig(hidden=(16,), demonstrator="stale-fastest", demonstration_weight=10.0),
+                          seed=0)
+    fresh = VDNLearner(3, VDNConfig(hidden=(16,)), seed=0)
+    with torch.no_grad():
+        margin = float(margin_loss(fresh.q(data.obs, data.mask[..., 1]), data.mask[..., 1], data.demo_actions, 0.8))
+    assert margin > 0
+    assert weighted.update(data) == pytest.approx(fresh.update(data) + 10.0 * margin, rel=1e-5)
+
+
+def test_the_trainer_fades_the_margin_weight_by_the_episodes_ended(monkeypatch):
+    config = dataclasses.replace(ALWAYS_EXPLORE, learning_starts=1, demonstration_weight=10.0,
+                                 demonstration_final_weight=0.0, exploration_fraction=0.5)
+    trainer = Trainer(ENV, config, episodes=4, seed=0)
+    passed = []
+    update = trainer.learner.update
+    monkeypatch.setattr(trainer.learner, "update",
+                        lambda data, margin_weight=None: passed.append((trainer.episode, margin_weight))
+                        or update(data, margin_weight))
+    try:
+        while trainer.episode < 4:
+            trainer.play_episodes()
+    finally:
+        trainer.close()
+    # 4 episodes x 5 rounds: the weight goes from 10 to 0 over the first 10 schedule steps (half the run), read
+    # at episodes ended x 5 rounds: 10 in episode 0, 5 in episode 1, 0 after
+    assert set(passed) == {(0, 10.0), (1, 5.0), (2, 0.0), (3, 0.0)}
+
+
 def test_a_demonstrator_that_does_not_fit_the_federation_is_refused_before_training():
     with pytest.raises(ValueError, match=r"vdn demonstrator='stale-fastest': stale-fastest .*num_rounds=2"):
         Trainer(tiny_config(num_rounds=2), ALWAYS_EXPLORE, episodes=1)
@@ -179,7 +215,7 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
         VDNConfig(demonstrator="stale-fastest:k").validate()
     with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 3\): with a demonstrator .* set one of them"):
         VDNConfig(demonstrator="fastest", exploration_uploads=(1, 3)).validate()
-    for name in ("demonstration_margin", "demonstration_weight"):
+    for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
         with pytest.raises(ValueError, match=rf"vdn {name}=-0.1 must be >= 0"):
             VDNConfig(**{name: -0.1}).validate()
 

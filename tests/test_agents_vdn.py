@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -5,7 +7,7 @@ import torch
 from agents.config import VDNConfig
 from agents.nstep import NStepWindow
 from agents.replay import ReplayBuffer
-from agents.vdn import VDNLearner, linear_epsilon
+from agents.vdn import VDNLearner, demonstration_weight, linear_epsilon
 
 K, D = 3, 4
 
@@ -58,6 +60,16 @@ def test_epsilon_anneals_linearly_then_stays():
     assert linear_epsilon(0, 100, config) == 1.0
     assert linear_epsilon(25, 100, config) == pytest.approx(0.55)
     assert linear_epsilon(50, 100, config) == pytest.approx(0.1) == linear_epsilon(90, 100, config)
+
+
+def test_the_margin_weight_stays_without_a_final_weight_and_anneals_with_epsilon_to_it():
+    constant = VDNConfig(demonstrator="fastest", demonstration_weight=10.0, exploration_fraction=0.5)
+    assert [demonstration_weight(s, 100, constant) for s in (0, 25, 50, 90)] == [10.0] * 4
+    fading = dataclasses.replace(constant, demonstration_final_weight=2.0)
+    # linear from 10 to 2 over the first 50 of 100 steps (epsilon's horizon), then 2
+    assert demonstration_weight(0, 100, fading) == 10.0
+    assert demonstration_weight(25, 100, fading) == pytest.approx(6.0)
+    assert demonstration_weight(50, 100, fading) == pytest.approx(2.0) == demonstration_weight(90, 100, fading)
 
 
 def test_epsilon_greedy_never_takes_masked_actions():

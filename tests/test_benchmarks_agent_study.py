@@ -593,6 +593,21 @@ def test_validated_fine_tuning_keeps_the_weights_that_score_higher_on_the_valida
         common.fine_tune_validated(checkpoint, four_x, 2, 0, [10000])
 
 
+def test_fine_tuning_a_run_whose_margin_weight_faded_keeps_the_final_weight(tmp_path, monkeypatch):
+    from agents.vdn import VDNLearner
+
+    run_dir = tmp_path / "run"
+    fading = dataclasses.replace(VDNConfig(**agent_study.QUICK_VDN), demonstrator="fastest", demonstration_weight=10.0,
+                                 demonstration_final_weight=0.5)
+    common.train_agent(EnvConfig(**QUICK_FEDERATION), agent_study.QUICK_EPISODES, 0, run_dir, fading)
+    passed = []
+    update = VDNLearner.update
+    monkeypatch.setattr(VDNLearner, "update", lambda self, data, margin_weight=None: passed.append(margin_weight)
+                        or update(self, data, margin_weight))
+    common.fine_tune(common.checkpoint_path(run_dir), EnvConfig(**QUICK_FEDERATION), 2, 0)
+    assert passed and set(passed) == {0.5}  # the run's final weight, not its initial 10
+
+
 def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_out_seeds(tmp_path, capsys):
     with pytest.raises(SystemExit):
         agent_study.main(["--runs", "v=missing.pt", "--fine-tune-val-seeds", "500", "--out", str(tmp_path)])
