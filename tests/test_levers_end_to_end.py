@@ -25,7 +25,8 @@ OBSERVATION_OPTIONS = tuple(f.name for f in dataclasses.fields(EnvConfig) if f.n
 VARIANTS = ([["--vdn-mixer", name] for name in MIXERS if name != "vdn"]
             + [["--vdn-q-network", name] for name in Q_NETWORKS if name != "mlp"]
             + [["--" + option.replace("_", "-")] for option in OBSERVATION_OPTIONS] + [["--no-probing"]]
-            + [["--vdn-demonstrator", "fastest"]])
+            + [["--vdn-demonstrator", "fastest"],
+               ["--vdn-demonstrator", "fastest", "--vdn-demonstration-final-weight", "0"]])
 
 
 def test_every_lever_is_off_by_default():
