@@ -78,9 +78,9 @@ def test_c9_target_network_updates_every_7_gradient_steps(monkeypatch):
     changes, snapshots = [], []
     original = VDNLearner.update
 
-    def recording_update(self, batch):
+    def recording_update(self, batch, margin_weight=None):
         before = [p.clone() for p in self.target.parameters()]
-        loss = original(self, batch)
+        loss = original(self, batch, margin_weight)
         changes.append(any(not torch.equal(a, b) for a, b in zip(before, self.target.parameters())))
         snapshots.append(self.gradient_steps)
         return loss
