@@ -9,6 +9,7 @@ Configurations written before that rename (checkpoints, ``config.json``) still l
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from agents.mixers import MIXERS
@@ -109,11 +110,12 @@ class VDNConfig:
         "weight lambda_2 of the supervised margin term beside the TD loss, >= 0 (Hester et al.'s 1.0); read "
         "only with a demonstrator")})
     demonstration_final_weight: float | None = field(default=None, metadata={"help": (
-        "the margin term's weight at the end of exploration's annealing, >= 0: it anneals linearly from "
-        "demonstration_weight to this over the exploration_fraction of the run in which epsilon anneals, then "
-        "stays (kickstarting's fading teacher, Schmitt et al., arXiv 1803.03835, 2018: the learner may then leave "
-        "its demonstrator where its TD values say so); none (the default): demonstration_weight throughout "
-        "(DQfD's constant weight); read only with a demonstrator")})
+        "the margin term's weight at the end of exploration's annealing, finite and >= 0: it anneals linearly "
+        "from --vdn-demonstration-weight to this over the --vdn-exploration-fraction of the run in which epsilon "
+        "anneals, then stays; each gradient step takes the weight of the episode whose environment step it "
+        "follows (kickstarting's fading teacher, Schmitt et al., arXiv 1803.03835, 2018: the learner may then "
+        "leave its demonstrator where its TD values say so); unset (the default): --vdn-demonstration-weight "
+        "throughout (DQfD's constant weight); read only with a demonstrator")})
     prioritized_replay: bool = field(default=False, metadata={"help": (
         "proportional prioritised replay (Schaul et al., ICLR 2016; agents/replay.py); off by default: "
         "uniform replay. The prioritized_replay_* names are OpenAI Baselines' and RLlib's; SB3's DQN has none")})
@@ -161,8 +163,8 @@ class VDNConfig:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
         for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
             value = getattr(self, name)  # None only where the type allows it (the final weight)
-            if value is not None and not value >= 0:
-                raise ValueError(f"vdn {name}={value!r} must be >= 0")
+            if value is not None and not 0 <= value < math.inf:
+                raise ValueError(f"vdn {name}={value!r} must be finite and >= 0")
         for name in ("learning_rate", "max_grad_norm", "reward_scale", "prioritized_replay_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")

@@ -89,7 +89,8 @@ class Trainer:
     Attributes:
         source: the rollout source (:class:`~agents.rollout.RolloutSource`); :meth:`close` releases it.
         pending_train_steps: with ``overlap_learner``, the environment step counts whose gradient steps
-            are still due (run while the next batch plays; kept in the checkpoint).
+            are still due (run while the next batch plays; kept in the checkpoint), and
+            ``pending_train_episodes`` the episode each of those steps belongs to.
 
     Raises:
         ValueError: ``episodes``, ``seed`` or ``schedule_episodes`` is not an integer; ``overlap_learner``
@@ -133,6 +134,7 @@ class Trainer:
         self.best_eval_return: float | None = None  # best validation team return so far (agents.validation)
         self.overlap_learner = bool(overlap_learner)
         self.pending_train_steps: list[int] = []
+        self.pending_train_episodes: list[int] = []
         self._actor_q = copy.deepcopy(self.learner.q) if self.overlap_learner else None
         acting_mixer = self.overlap_learner and acts_jointly(self.learner.mixer)
         self._actor_mixer = copy.deepcopy(self.learner.mixer) if acting_mixer else None
@@ -151,7 +153,7 @@ class Trainer:
             for transition in step.transitions:
                 self.buffer.add(transition)
             self.steps += 1
-            losses.setdefault(step.episode, []).extend(self._train_after(self.steps))
+            losses.setdefault(step.episode, []).extend(self._train_after(self.steps, step.episode))
             if step.summary is not None:
                 ended.append((step.episode, dataclasses.replace(step.summary, td_losses=losses[step.episode],
                                                                 rounds_played=self.steps)))
@@ -167,14 +169,16 @@ class Trainer:
         self._actor_q.load_state_dict(self.learner.q.state_dict())
         if self._actor_mixer is not None:
             self._actor_mixer.load_state_dict(self.learner.mixer.state_dict())
-        due, self.pending_train_steps = self.pending_train_steps, []
-        training = self._learner_thread.submit(lambda: [loss for s in due for loss in self._train_after(s)])
+        due = list(zip(self.pending_train_steps, self.pending_train_episodes))
+        self.pending_train_steps, self.pending_train_episodes = [], []
+        training = self._learner_thread.submit(lambda: [loss for s, e in due for loss in self._train_after(s, e)])
         played, ended = [], []
         try:
             for step in self.source.steps(self):
                 played.append(step.transitions)
                 self.steps += 1
                 self.pending_train_steps.append(self.steps)
+                self.pending_train_episodes.append(step.episode)
                 if step.summary is not None:
                     ended.append((step.episode, step.summary, self.steps))
         finally:
@@ -184,8 +188,9 @@ class Trainer:
                 self.buffer.add(transition)
         self.episode += len(ended)
         if self.episode >= self.episodes:
-            losses += [loss for s in self.pending_train_steps for loss in self._train_after(s)]
-            self.pending_train_steps = []
+            losses += [loss for s, e in zip(self.pending_train_steps, self.pending_train_episodes)
+                       for loss in self._train_after(s, e)]
+            self.pending_train_steps, self.pending_train_episodes = [], []
         ended.sort(key=lambda item: item[0])
         return [dataclasses.replace(summary, td_losses=losses if i == 0 else [], rounds_played=steps)
                 for i, (_, summary, steps) in enumerate(ended)]
@@ -207,16 +212,16 @@ class Trainer:
         if self._learner_thread is not None:
             self._learner_thread.shutdown()
 
-    def _train_after(self, step: int) -> list[float]:
-        """The TD losses of the gradient steps due after environment step ``step`` (none before
-        ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps), with a demonstrator at the margin
-        weight of the episodes ended so far (:func:`~agents.vdn.demonstration_weight` at schedule step
-        ``episodes ended * num_rounds`` of ``schedule_episodes * num_rounds``, the steps epsilon anneals over)."""
+    def _train_after(self, step: int, episode: int) -> list[float]:
+        """The TD losses of the gradient steps due after environment step ``step``, a step of episode
+        ``episode`` (none before ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps), with a
+        demonstrator at that episode's margin weight (:func:`~agents.vdn.demonstration_weight` at schedule step
+        ``episode * num_rounds`` of ``schedule_episodes * num_rounds``, the steps epsilon anneals over)."""
         config = self.vdn_config
         if step < config.learning_starts or step % config.train_freq or not len(self.buffer):
             return []
         num_rounds = self.env.config.num_rounds
-        margin_weight = demonstration_weight(self.episode * num_rounds, self.schedule_episodes * num_rounds, config)
+        margin_weight = demonstration_weight(episode * num_rounds, self.schedule_episodes * num_rounds, config)
         losses = []
         for _ in range(config.gradient_steps):
             batch = self.buffer.sample(config.batch_size, self.sample_rng, self.learner.device)
@@ -254,6 +259,7 @@ class Trainer:
                 "sample_rng": self.sample_rng.bit_generator.state,
                 "best_eval_return": self.best_eval_return,
                 "pending_train_steps": list(self.pending_train_steps),
+                "pending_train_episodes": list(self.pending_train_episodes),
             },
         }
 
@@ -289,6 +295,9 @@ class Trainer:
         self.steps, self.episode = int(document["env_steps"]), int(document["episodes"])
         self.best_eval_return = training.get("best_eval_return")
         self.pending_train_steps = [int(s) for s in training.get("pending_train_steps", [])]
+        # a checkpoint from before the margin weight's schedule: its steps' episodes are read as the last one played
+        self.pending_train_episodes = [int(e) for e in training.get(
+            "pending_train_episodes", [max(self.episode - 1, 0)] * len(self.pending_train_steps))]
 
     def initialise_from(self, document: dict) -> None:
         """Start from another run's Q-network (fine-tuning): online and target networks take its weights,

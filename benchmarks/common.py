@@ -142,7 +142,7 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
     document = load_checkpoint(checkpoint)
     vdn = document["vdn_config"]
     vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
-    if vdn.demonstration_final_weight is not None:  # the margin term's weight where the run ended, as epsilon
+    if vdn.demonstration_final_weight is not None:  # the margin term's weight at its schedule's end, as epsilon
         vdn = dataclasses.replace(vdn, demonstration_weight=vdn.demonstration_final_weight)
     trainer = Trainer(config, vdn, episodes, seed)
     trainer.initialise_from(document)

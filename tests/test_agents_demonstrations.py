@@ -4,6 +4,7 @@ loop), locally and in the rollouts Ray actors play; the replay buffer keeps the 
 actions to the labels; bad values are refused."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -162,23 +163,39 @@ def test_a_margin_weight_of_zero_takes_the_step_of_a_learner_without_a_demonstra
     assert weighted.update(data) == pytest.approx(fresh.update(data) + 10.0 * margin, rel=1e-5)
 
 
-def test_the_trainer_fades_the_margin_weight_by_the_episodes_ended(monkeypatch):
+@pytest.mark.parametrize("num_envs, overlap_learner, schedule_episodes, expected", [
+    # 4 episodes x 5 rounds: the weight goes from 10 to 0 over the first 10 schedule steps (half the run), read at
+    # the trained step's episode x 5 rounds: 10 in episode 0, 5 in episode 1, 0 after; the same with two
+    # federations side by side (episodes 0 and 1 in one batch) and with the learner one batch behind
+    (1, False, None, {(0, 10.0), (1, 5.0), (2, 0.0), (3, 0.0)}),
+    (2, False, None, {(0, 10.0), (1, 5.0), (2, 0.0), (3, 0.0)}),
+    (1, True, None, {(0, 10.0), (1, 5.0), (2, 0.0), (3, 0.0)}),
+    # a run extended from a 2-episode schedule (--resume --episodes 4): the weight keeps the first horizon, as
+    # epsilon does: 5 steps, so 0 from episode 1 on
+    (1, False, 2, {(0, 10.0), (1, 0.0), (2, 0.0), (3, 0.0)}),
+])
+def test_the_trainer_fades_the_margin_weight_by_the_trained_steps_episode(monkeypatch, num_envs, overlap_learner,
+                                                                         schedule_episodes, expected):
     config = dataclasses.replace(ALWAYS_EXPLORE, learning_starts=1, demonstration_weight=10.0,
                                  demonstration_final_weight=0.0, exploration_fraction=0.5)
-    trainer = Trainer(ENV, config, episodes=4, seed=0)
-    passed = []
-    update = trainer.learner.update
-    monkeypatch.setattr(trainer.learner, "update",
-                        lambda data, margin_weight=None: passed.append((trainer.episode, margin_weight))
-                        or update(data, margin_weight))
+    trainer = Trainer(ENV, config, episodes=4, seed=0, num_envs=num_envs, overlap_learner=overlap_learner,
+                      schedule_episodes=schedule_episodes)
+    passed, training = [], []
+    train_after, update = trainer._train_after, trainer.learner.update
+
+    def recording_train_after(step, episode):
+        training.append(episode)
+        return train_after(step, episode)
+
+    monkeypatch.setattr(trainer, "_train_after", recording_train_after)
+    monkeypatch.setattr(trainer.learner, "update", lambda data, margin_weight=None: passed.append(
+        (training[-1], margin_weight)) or update(data, margin_weight))
     try:
         while trainer.episode < 4:
             trainer.play_episodes()
     finally:
         trainer.close()
-    # 4 episodes x 5 rounds: the weight goes from 10 to 0 over the first 10 schedule steps (half the run), read
-    # at episodes ended x 5 rounds: 10 in episode 0, 5 in episode 1, 0 after
-    assert set(passed) == {(0, 10.0), (1, 5.0), (2, 0.0), (3, 0.0)}
+    assert set(passed) == expected
 
 
 def test_a_demonstrator_that_does_not_fit_the_federation_is_refused_before_training():
@@ -216,8 +233,9 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
     with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 3\): with a demonstrator .* set one of them"):
         VDNConfig(demonstrator="fastest", exploration_uploads=(1, 3)).validate()
     for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
-        with pytest.raises(ValueError, match=rf"vdn {name}=-0.1 must be >= 0"):
-            VDNConfig(**{name: -0.1}).validate()
+        for bad in (-0.1, math.inf, math.nan):
+            with pytest.raises(ValueError, match=rf"vdn {name}={bad!r} must be finite and >= 0"):
+                VDNConfig(**{name: bad}).validate()
 
 
 @pytest.mark.parametrize("name", list(POLICIES))

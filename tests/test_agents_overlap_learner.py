@@ -1,5 +1,7 @@
 """Trainer(overlap_learner=True): gradient steps in a learner thread beside the episodes (Ape-X-style split)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -26,9 +28,9 @@ def test_overlap_runs_the_default_loops_gradient_steps_one_batch_later_with_the_
     trainer = Trainer(ENV, VDN, episodes=3, seed=4, overlap_learner=True)
     original = trainer._train_after
 
-    def recording(step):
+    def recording(step, episode):
         size = len(trainer.buffer)
-        losses = original(step)
+        losses = original(step, episode)
         updates.extend([(step, size)] * len(losses))
         return losses
 
@@ -88,9 +90,12 @@ def play_to_end(trainer: Trainer) -> dict[str, torch.Tensor]:
     return weights(trainer)
 
 
-def test_a_run_resumed_with_gradient_steps_due_trains_the_weights_of_the_uninterrupted_one():
-    straight = play_to_end(Trainer(ENV, VDN, episodes=4, seed=2, overlap_learner=True))
-    interrupted = Trainer(ENV, VDN, episodes=4, seed=2, overlap_learner=True)
+@pytest.mark.parametrize("config", [VDN, dataclasses.replace(VDN, demonstrator="fastest", demonstration_weight=10.0,
+                                                               demonstration_final_weight=0.0)],
+                         ids=["plain", "fading-demonstrator"])
+def test_a_run_resumed_with_gradient_steps_due_trains_the_weights_of_the_uninterrupted_one(config):
+    straight = play_to_end(Trainer(ENV, config, episodes=4, seed=2, overlap_learner=True))
+    interrupted = Trainer(ENV, config, episodes=4, seed=2, overlap_learner=True)
     try:
         interrupted.play_episodes()
         interrupted.play_episodes()
@@ -98,7 +103,8 @@ def test_a_run_resumed_with_gradient_steps_due_trains_the_weights_of_the_uninter
     finally:
         interrupted.close()
     assert document["training"]["pending_train_steps"] == [4, 5, 6]
-    resumed = Trainer(ENV, VDN, episodes=4, seed=2, overlap_learner=True)
+    assert document["training"]["pending_train_episodes"] == [1, 1, 1]  # the margin weight of episode 1 is due
+    resumed = Trainer(ENV, config, episodes=4, seed=2, overlap_learner=True)
     resumed.restore(document)
     assert same(straight, play_to_end(resumed))
 
@@ -117,7 +123,7 @@ def test_a_checkpoint_with_gradient_steps_due_is_refused_by_a_default_trainer():
         default.restore(document)
     again = Trainer(ENV, VDN, episodes=3, seed=0, overlap_learner=True)
     again.restore(document)
-    assert again.pending_train_steps == [1, 2, 3]
+    assert again.pending_train_steps == [1, 2, 3] and again.pending_train_episodes == [0, 0, 0]
     again.close()
 
 
