@@ -171,7 +171,7 @@ class Trainer:
             self._actor_mixer.load_state_dict(self.learner.mixer.state_dict())
         due = list(zip(self.pending_train_steps, self.pending_train_episodes))
         self.pending_train_steps, self.pending_train_episodes = [], []
-        training = self._learner_thread.submit(lambda: [loss for s, e in due for loss in self._train_after(s, e)])
+        training = self._learner_thread.submit(self._train_due, due)
         played, ended = [], []
         try:
             for step in self.source.steps(self):
@@ -188,8 +188,7 @@ class Trainer:
                 self.buffer.add(transition)
         self.episode += len(ended)
         if self.episode >= self.episodes:
-            losses += [loss for s, e in zip(self.pending_train_steps, self.pending_train_episodes)
-                       for loss in self._train_after(s, e)]
+            losses += self._train_due(zip(self.pending_train_steps, self.pending_train_episodes))
             self.pending_train_steps, self.pending_train_episodes = [], []
         ended.sort(key=lambda item: item[0])
         return [dataclasses.replace(summary, td_losses=losses if i == 0 else [], rounds_played=steps)
@@ -211,6 +210,10 @@ class Trainer:
         self.source.close()
         if self._learner_thread is not None:
             self._learner_thread.shutdown()
+
+    def _train_due(self, due) -> list[float]:
+        """The TD losses of :meth:`_train_after` for each ``(environment step, episode)`` of ``due``, in order."""
+        return [loss for step, episode in due for loss in self._train_after(step, episode)]
 
     def _train_after(self, step: int, episode: int) -> list[float]:
         """The TD losses of the gradient steps due after environment step ``step``, a step of episode
