@@ -105,17 +105,17 @@ class VDNConfig:
         "own states as in DAgger, Ross et al., AISTATS 2011; agents/demonstrations.py); empty (the default): none")})
     demonstration_margin: float = field(default=0.8, metadata={"help": (
         "DQfD's margin l(a_E, a) for an action other than the demonstrator's, >= 0, in Q's scaled units "
-        "(Hester et al.'s 0.8)")})
+        "(Hester et al.'s 0.8); read only with a demonstrator (refused without one)")})
     demonstration_weight: float = field(default=1.0, metadata={"help": (
         "weight lambda_2 of the supervised margin term beside the TD loss, >= 0 (Hester et al.'s 1.0); read "
-        "only with a demonstrator")})
+        "only with a demonstrator (refused without one)")})
     demonstration_final_weight: float | None = field(default=None, metadata={"help": (
         "the margin term's weight at the end of exploration's annealing, finite and >= 0: it anneals linearly "
         "from --vdn-demonstration-weight to this over the --vdn-exploration-fraction of the run in which epsilon "
         "anneals, then stays; each gradient step takes the weight of the episode whose environment step it "
         "follows (kickstarting's fading teacher, Schmitt et al., arXiv 1803.03835, 2018: the learner may then "
         "leave its demonstrator where its TD values say so); unset (the default): --vdn-demonstration-weight "
-        "throughout (DQfD's constant weight); read only with a demonstrator")})
+        "throughout (DQfD's constant weight); read only with a demonstrator (refused without one)")})
     prioritized_replay: bool = field(default=False, metadata={"help": (
         "proportional prioritised replay (Schaul et al., ICLR 2016; agents/replay.py); off by default: "
         "uniform replay. The prioritized_replay_* names are OpenAI Baselines' and RLlib's; SB3's DQN has none")})
@@ -133,19 +133,7 @@ class VDNConfig:
         """Check every field's range; raise ``ValueError`` naming the field, its value and what is allowed."""
         check_known(self.mixer, MIXERS, "vdn mixer")
         check_known(self.q_network, Q_NETWORKS, "vdn q_network")
-        if self.demonstrator:
-            # the name and the option names; the values are checked where the federation's rounds are known
-            # (agents.demonstrations.make_demonstrator, when the trainer starts)
-            name, options = parse_policy_spec(self.demonstrator)  # a malformed option: its error names the spec
-            check_known(name, POLICIES, "vdn demonstrator")
-            try:
-                check_policy_options(name, options)
-            except ValueError as error:
-                raise ValueError(f"vdn demonstrator={self.demonstrator!r}: {error}") from None
-            if self.exploration_uploads:
-                raise ValueError(f"vdn demonstrator={self.demonstrator!r} and exploration_uploads="
-                                 f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "
-                                 "the demonstrator's action, so exploration_uploads would be ignored; set one of them")
+        self._validate_demonstration()
         for name in ("n_step", "batch_size", "buffer_size", "train_freq", "gradient_steps",
                      "target_update_interval", "mixing_embed_dim"):
             if getattr(self, name) < 1:
@@ -169,6 +157,29 @@ class VDNConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be > 0")
         return self
+
+    def _validate_demonstration(self) -> None:
+        """:meth:`validate`'s checks of ``demonstrator`` and of the options read only with one."""
+        if self.demonstrator:
+            # the name and the option names; the values are checked where the federation's rounds are known
+            # (agents.demonstrations.make_demonstrator, when the trainer starts)
+            name, options = parse_policy_spec(self.demonstrator)  # a malformed option: its error names the spec
+            check_known(name, POLICIES, "vdn demonstrator")
+            try:
+                check_policy_options(name, options)
+            except ValueError as error:
+                raise ValueError(f"vdn demonstrator={self.demonstrator!r}: {error}") from None
+            if self.exploration_uploads:
+                raise ValueError(f"vdn demonstrator={self.demonstrator!r} and exploration_uploads="
+                                 f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "
+                                 "the demonstrator's action, so exploration_uploads would be ignored; set one of them")
+        else:
+            for option in dataclasses.fields(self):
+                value = getattr(self, option.name)
+                if option.name.startswith("demonstration_") and value != option.default:
+                    raise ValueError(f"vdn {option.name}={value!r} is read only with a demonstrator, and vdn "
+                                     f"demonstrator is empty: set one, or leave {option.name} at its default "
+                                     f"{option.default!r}")
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (``hidden`` and ``exploration_uploads`` as lists)."""

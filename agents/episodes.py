@@ -21,7 +21,11 @@ def stack_observations(env: ClientSelectionEnv, observations: dict) -> tuple[np.
 
 @dataclass
 class EpisodeSummary:
-    """One training episode. ``team_return``: the shared reward summed over rounds (not over agents)."""
+    """One training episode. ``team_return``: the shared reward summed over rounds (not over agents).
+    ``td_losses`` and ``margin_losses``: the TD and DQfD margin terms of the gradient steps the learner ran
+    for it (:class:`agents.vdn.UpdateLosses`; the margin terms only with a demonstrator);
+    ``demonstration_weight``: the margin term's weight in its steps (:func:`agents.vdn.demonstration_weight`;
+    None without a demonstrator)."""
 
     team_return: float
     final_accuracy: float
@@ -30,6 +34,8 @@ class EpisodeSummary:
     participation_rate: float
     epsilon: float
     td_losses: list[float] = field(default_factory=list)
+    margin_losses: list[float] = field(default_factory=list)
+    demonstration_weight: float | None = None
     rounds_played: int = 0  # FL rounds played by the whole run when this episode ended (TensorBoard x-axis)
 
 
@@ -40,7 +46,7 @@ class RunningEpisode:
     Every per-episode accumulator lives here, one per federation played side by side (never shared).
     ``env`` is an environment of the configuration played (its agents and model size are read; the episode
     itself may be played elsewhere, e.g. by a Ray actor). ``epsilon``: the exploration rate of the last
-    action; ``summary``: set by the step that ends the episode (without TD losses: the learner adds them).
+    action; ``summary``: set by the step that ends the episode (without losses: the learner adds them).
     ``demonstrator``: the fixed policy that labels the episode's states (:mod:`agents.demonstrations`; set by
     :meth:`start_demonstration`), and ``demo_actions`` ``(K,)`` its joint action in ``obs``; None without one.
     """

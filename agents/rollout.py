@@ -144,7 +144,7 @@ def play(federations: Federations, env: ClientSelectionEnv, episodes: list[int],
 @dataclass
 class Step:
     """One environment step of episode ``episode`` as the learner stores it: the n-step ``transitions`` it
-    completed, and the episode's ``summary`` (without TD losses) when the step ended the episode."""
+    completed, and the episode's ``summary`` (without losses) when the step ended the episode."""
 
     episode: int
     transitions: list[Transition]
@@ -203,7 +203,7 @@ class LocalSource:
 @dataclass
 class EpisodeRollout:
     """One played episode. ``steps[t]``: the n-step transitions completed by environment step t (what
-    the learner stores before training after that step); ``summary``: without TD losses."""
+    the learner stores before training after that step); ``summary``: without losses."""
 
     episode: int
     steps: list[list[Transition]]

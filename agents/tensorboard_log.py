@@ -1,7 +1,9 @@
 """TensorBoard scalars of a training run; the x-axis of every scalar is the number of FL rounds played.
 
 Tags follow CleanRL's DQN (``charts/episodic_return``, ``charts/epsilon``, ``charts/SPS``,
-``losses/td_loss``) plus ``fl/*`` for the federation and ``eval/*`` for the validation episodes.
+``losses/td_loss``) plus ``fl/*`` for the federation and ``eval/*`` for the validation episodes; with a
+demonstrator, ``losses/margin_loss`` (DQfD's margin term before its weight) and ``charts/demonstration_weight``
+(its weight), so that ``losses/td_loss`` stays the TD term alone.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ def log_episode(writer: SummaryWriter, summary: EpisodeSummary, rounds_per_s: fl
     writer.add_scalar("charts/SPS", rounds_per_s, steps)
     if summary.td_losses:
         writer.add_scalar("losses/td_loss", float(np.mean(summary.td_losses)), steps)
+    if summary.margin_losses:
+        writer.add_scalar("losses/margin_loss", float(np.mean(summary.margin_losses)), steps)
+    if summary.demonstration_weight is not None:
+        writer.add_scalar("charts/demonstration_weight", summary.demonstration_weight, steps)
     writer.add_scalar("fl/final_accuracy", summary.final_accuracy, steps)
     writer.add_scalar("fl/total_latency_s", summary.total_latency_s, steps)
     writer.add_scalar("fl/total_upload_mb", summary.total_upload_mb, steps)

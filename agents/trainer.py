@@ -51,7 +51,7 @@ from agents.rollout import (
 )
 from agents.rollout import training_seed as training_seed  # re-exported: the seeds of the episodes a Trainer plays
 from agents.validation import VALIDATION_SEEDS, check_validation_seeds
-from agents.vdn import VDNLearner, demonstration_weight
+from agents.vdn import UpdateLosses, VDNLearner, demonstration_weight
 from fedenv.config import EnvConfig
 from fedenv.distributed.cluster import RayOptions
 from fedenv.env import ClientSelectionEnv
@@ -143,11 +143,11 @@ class Trainer:
     def play_episodes(self) -> list[EpisodeSummary]:
         """Play the source's next episodes (locally: ``min(num_envs, episodes left)`` side by side), storing
         each environment step's transitions and training after it as configured (with ``overlap_learner``:
-        :meth:`_play_beside_learner`). Returns their summaries in episode order, TD losses and
-        ``rounds_played`` filled in."""
+        :meth:`_play_beside_learner`). Returns their summaries in episode order, losses, margin weight and
+        ``rounds_played`` filled in (:meth:`_finished`)."""
         if self.overlap_learner:
             return self._play_beside_learner()
-        losses: dict[int, list[float]] = {}
+        losses: dict[int, list[UpdateLosses]] = {}
         ended = []
         for step in self.source.steps(self):
             for transition in step.transitions:
@@ -155,8 +155,8 @@ class Trainer:
             self.steps += 1
             losses.setdefault(step.episode, []).extend(self._train_after(self.steps, step.episode))
             if step.summary is not None:
-                ended.append((step.episode, dataclasses.replace(step.summary, td_losses=losses[step.episode],
-                                                                rounds_played=self.steps)))
+                ended.append((step.episode, self._finished(step.summary, step.episode, losses[step.episode],
+                                                           self.steps)))
         self.episode += len(ended)
         return [summary for _, summary in sorted(ended, key=lambda item: item[0])]
 
@@ -164,7 +164,7 @@ class Trainer:
         """:meth:`play_episodes` with ``overlap_learner``: the gradient steps of :attr:`pending_train_steps`
         run in the learner thread while this batch plays with the actor's copy of the Q-network; the batch's
         transitions are stored after both end, and its steps become the pending ones (run here at once
-        after the run's last batch). The TD losses of the gradient steps run meanwhile go to the batch's
+        after the run's last batch). The losses of the gradient steps run meanwhile go to the batch's
         first summary."""
         self._actor_q.load_state_dict(self.learner.q.state_dict())
         if self._actor_mixer is not None:
@@ -191,8 +191,20 @@ class Trainer:
             losses += self._train_due(zip(self.pending_train_steps, self.pending_train_episodes))
             self.pending_train_steps, self.pending_train_episodes = [], []
         ended.sort(key=lambda item: item[0])
-        return [dataclasses.replace(summary, td_losses=losses if i == 0 else [], rounds_played=steps)
-                for i, (_, summary, steps) in enumerate(ended)]
+        return [self._finished(summary, episode, losses if i == 0 else [], steps)
+                for i, (episode, summary, steps) in enumerate(ended)]
+
+    def _finished(self, summary: EpisodeSummary, episode: int, losses: list[UpdateLosses],
+                  rounds_played: int) -> EpisodeSummary:
+        """``summary`` of episode ``episode`` with the losses of its gradient steps, the margin weight of its
+        steps (with a demonstrator) and the run's FL rounds played when it ended."""
+        weight = (demonstration_weight(episode * self.env.config.num_rounds,
+                                       self.schedule_episodes * self.env.config.num_rounds, self.vdn_config)
+                  if self.vdn_config.demonstrator else None)
+        return dataclasses.replace(
+            summary, td_losses=[step.td_loss for step in losses], rounds_played=rounds_played,
+            margin_losses=[step.margin_loss for step in losses] if weight is not None else [],
+            demonstration_weight=weight)
 
     def act(self, r: RunningEpisode) -> np.ndarray:
         """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with
@@ -211,12 +223,12 @@ class Trainer:
         if self._learner_thread is not None:
             self._learner_thread.shutdown()
 
-    def _train_due(self, due) -> list[float]:
-        """The TD losses of :meth:`_train_after` for each ``(environment step, episode)`` of ``due``, in order."""
+    def _train_due(self, due) -> list[UpdateLosses]:
+        """The losses of :meth:`_train_after` for each ``(environment step, episode)`` of ``due``, in order."""
         return [loss for step, episode in due for loss in self._train_after(step, episode)]
 
-    def _train_after(self, step: int, episode: int) -> list[float]:
-        """The TD losses of the gradient steps due after environment step ``step``, a step of episode
+    def _train_after(self, step: int, episode: int) -> list[UpdateLosses]:
+        """The losses of the gradient steps due after environment step ``step``, a step of episode
         ``episode`` (none before ``learning_starts``; ``gradient_steps`` every ``train_freq`` steps), with a
         demonstrator at that episode's margin weight (:func:`~agents.vdn.demonstration_weight` at schedule step
         ``episode * num_rounds`` of ``schedule_episodes * num_rounds``, the steps epsilon anneals over)."""

@@ -21,6 +21,7 @@ FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
 from __future__ import annotations
 
 import copy
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -68,6 +69,17 @@ def demonstration_weight(step: int, total_steps: int, config: VDNConfig) -> floa
         return config.demonstration_weight
     return linear_schedule(step, total_steps, config.demonstration_weight, config.demonstration_final_weight,
                            config.exploration_fraction)
+
+
+class UpdateLosses(NamedTuple):
+    """One gradient step's losses (:meth:`VDNLearner.update`): ``loss``, the minimised total, is ``td_loss``
+    (the mean squared TD error, importance-weighted under prioritised replay) plus the step's margin weight
+    times ``margin_loss`` (DQfD's large-margin term before its weight, :func:`agents.demonstrations.margin_loss`;
+    0 without a demonstrator). In Q's scaled units (``VDNConfig.reward_scale``), squared for the TD term."""
+
+    loss: float
+    td_loss: float
+    margin_loss: float
 
 
 class VDNLearner:
@@ -166,7 +178,7 @@ class VDNLearner:
         self.gradient_steps = int(state["gradient_steps"])
         self.rng.bit_generator.state = state["rng"]
 
-    def update(self, batch: Batch, margin_weight: float | None = None) -> float:
+    def update(self, batch: Batch, margin_weight: float | None = None) -> UpdateLosses:
         """One gradient step on the mean squared TD error (importance-weighted for a batch with ``weight``,
         whose TD errors are then kept in ``last_td_errors`` for the buffer's priorities), plus, with a
         demonstrator, ``margin_weight`` (default: ``demonstration_weight``; the trainer passes the annealed
@@ -174,18 +186,20 @@ class VDNLearner:
         (:func:`agents.demonstrations.margin_loss`; Hester et al., AAAI 2018, Eq. 5 with our one n-step TD loss
         in place of their 1-step and n-step terms, and without the L2 term; it acts on each agent's own values,
         also under a mixer that acts jointly); hard
-        target update every ``target_update_interval`` gradient steps. Returns the loss."""
+        target update every ``target_update_interval`` gradient steps. Returns the step's losses, each term
+        apart (:class:`UpdateLosses`)."""
         values = self.q(batch.obs, batch.mask[..., 1])
         if batch.weight is None:
-            loss = F.mse_loss(self.q_tot(batch, values), self.td_target(batch))
+            td_loss = F.mse_loss(self.q_tot(batch, values), self.td_target(batch))
         else:  # prioritised replay: importance-weighted (agents.replay.PrioritizedReplayBuffer)
             td_error = self.q_tot(batch, values) - self.td_target(batch)
             self.last_td_errors = td_error.detach().cpu().numpy()
-            loss = torch.mean(batch.weight * td_error ** 2)
+            td_loss = torch.mean(batch.weight * td_error ** 2)
+        loss, margin = td_loss, torch.zeros(())
         if self.config.demonstrator and batch.demo_actions is not None:
             weight = self.config.demonstration_weight if margin_weight is None else margin_weight
-            loss = loss + weight * margin_loss(
-                values, batch.mask[..., 1], batch.demo_actions, self.config.demonstration_margin)
+            margin = margin_loss(values, batch.mask[..., 1], batch.demo_actions, self.config.demonstration_margin)
+            loss = td_loss + weight * margin
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.trained_parameters, self.config.max_grad_norm)
@@ -195,4 +209,4 @@ class VDNLearner:
             self.target.load_state_dict(self.q.state_dict())
             if self.mixer is not None:
                 self.target_mixer.load_state_dict(self.mixer.state_dict())
-        return float(loss.detach())
+        return UpdateLosses(float(loss.detach()), float(td_loss.detach()), float(margin.detach()))

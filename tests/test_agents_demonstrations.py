@@ -151,16 +151,57 @@ def test_a_margin_weight_of_zero_takes_the_step_of_a_learner_without_a_demonstra
     with_labels = VDNLearner(3, VDNConfig(hidden=(16,), demonstrator="stale-fastest", demonstration_weight=10.0),
                              seed=0)
     plain = VDNLearner(3, VDNConfig(hidden=(16,)), seed=0)
-    assert with_labels.update(data, margin_weight=0.0) == plain.update(data)
+    zero, reference = with_labels.update(data, margin_weight=0.0), plain.update(data)
+    assert zero.loss == zero.td_loss == reference.loss == reference.td_loss and reference.margin_loss == 0.0
+    assert zero.margin_loss > 0  # reported apart, though it weighs nothing
     assert all(torch.equal(a, b) for a, b in zip(with_labels.q.parameters(), plain.q.parameters()))
-    # by default the weight is demonstration_weight: the loss is the plain one plus 10 margins
+
+
+def test_the_loss_is_the_td_term_plus_the_default_weight_times_the_margin_term_each_reported_apart():
+    data = batch(torch.ones(16, 2, dtype=torch.int64))
     weighted = VDNLearner(3, VDNConfig(hidden=(16,), demonstrator="stale-fastest", demonstration_weight=10.0),
                           seed=0)
     fresh = VDNLearner(3, VDNConfig(hidden=(16,)), seed=0)
     with torch.no_grad():
         margin = float(margin_loss(fresh.q(data.obs, data.mask[..., 1]), data.mask[..., 1], data.demo_actions, 0.8))
     assert margin > 0
-    assert weighted.update(data) == pytest.approx(fresh.update(data) + 10.0 * margin, rel=1e-5)
+    losses, plain = weighted.update(data), fresh.update(data)
+    assert losses.td_loss == pytest.approx(plain.td_loss, rel=1e-6)
+    assert losses.margin_loss == pytest.approx(margin, rel=1e-6)
+    assert losses.loss == pytest.approx(plain.loss + 10.0 * margin, rel=1e-5)
+
+
+def test_episodes_carry_their_td_and_margin_terms_and_weight_to_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from agents.callbacks import TensorBoardCallback
+    from agents.trainer import learn
+
+    # 4 episodes x 5 rounds, weight 10 fading to 0 over the first half: 10, 5, 0, 0 (worked in the test below)
+    config = dataclasses.replace(ALWAYS_EXPLORE, learning_starts=1, demonstration_weight=10.0,
+                                 demonstration_final_weight=0.0, exploration_fraction=0.5)
+    trainer = Trainer(ENV, config, episodes=4, seed=0)
+    summaries = learn(trainer, [TensorBoardCallback(tmp_path)])
+    assert [s.demonstration_weight for s in summaries] == [10.0, 5.0, 0.0, 0.0]
+    # 4 gradient steps after each round once the replay buffer holds a transition: 3-step returns, so from the
+    # first episode's third round on (3 rounds x 4), then after all 5 rounds; each step with both terms
+    assert [(len(s.td_losses), len(s.margin_losses)) for s in summaries] == [(12, 12)] + [(20, 20)] * 3
+    assert all(loss > 0 for s in summaries for loss in s.margin_losses)  # the labels are not all met
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+
+    def logged(tag):
+        return [(event.step, event.value) for event in accumulator.Scalars(tag)]
+
+    assert logged("charts/demonstration_weight") == [(5, 10.0), (10, 5.0), (15, 0.0), (20, 0.0)]
+    for tag, values in (("losses/td_loss", "td_losses"), ("losses/margin_loss", "margin_losses")):
+        assert logged(tag) == [(s.rounds_played, pytest.approx(np.mean(getattr(s, values)), rel=1e-6))
+                               for s in summaries]
+    # without a demonstrator neither is logged nor carried
+    plain = Trainer(ENV, dataclasses.replace(config, demonstrator="", demonstration_weight=1.0,
+                                             demonstration_final_weight=None), episodes=1, seed=0)
+    (summary,) = learn(plain)
+    assert summary.td_losses and not summary.margin_losses and summary.demonstration_weight is None
 
 
 @pytest.mark.parametrize("num_envs, overlap_learner, schedule_episodes, expected", [
@@ -235,7 +276,13 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
     for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
         for bad in (-0.1, math.inf, math.nan):
             with pytest.raises(ValueError, match=rf"vdn {name}={bad!r} must be finite and >= 0"):
-                VDNConfig(**{name: bad}).validate()
+                VDNConfig(demonstrator="stale-fastest", **{name: bad}).validate()
+        # without a demonstrator a setting of it would do nothing: refused, naming it and its default
+        default = getattr(VDNConfig(), name)
+        with pytest.raises(ValueError, match=rf"vdn {name}=2.0 is read only with a demonstrator, and vdn "
+                                             rf"demonstrator is empty: .* at its default {default!r}"):
+            VDNConfig(**{name: 2.0}).validate()
+        assert VDNConfig(demonstrator="stale-fastest", **{name: 2.0}).validate()
 
 
 @pytest.mark.parametrize("name", list(POLICIES))

@@ -67,6 +67,7 @@ def test_tensorboard_holds_the_documented_tags(trained_run):
     tags = set(accumulator.Tags()["scalars"])
     assert {"charts/episodic_return", "charts/epsilon", "charts/SPS", "losses/td_loss", "fl/final_accuracy",
             "fl/total_latency_s", "fl/total_upload_mb", "fl/participation_rate"} <= tags
+    assert not {"losses/margin_loss", "charts/demonstration_weight"} & tags  # no demonstrator in this run
     steps = [event.step for event in accumulator.Scalars("charts/episodic_return")]
     assert steps == [2, 4, 6]  # x-axis in FL rounds
 
