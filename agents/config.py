@@ -190,7 +190,9 @@ class VDNConfig:
     def from_dict(cls, values: dict) -> VDNConfig:
         """Inverse of :meth:`to_dict` (or of its JSON: ``null`` in a float field is infinity,
         :func:`fedenv.plain.infinities_from_json`); names from before the rename (:data:`RENAMED`) are read as
-        the new names.
+        the new names, and without a ``demonstrator`` the ``demonstration_*`` options as their defaults (a file
+        from before :meth:`validate` refused them there, where they were read by nothing, still loads, resumes
+        and fine-tunes).
 
         Raises:
             ValueError: an unknown field (names it and lists the allowed ones), a field given under both its
@@ -206,5 +208,9 @@ class VDNConfig:
         unknown = sorted(set(renamed) - known)
         if unknown:
             raise ValueError(f"unknown VDNConfig fields {unknown}; allowed: {', '.join(sorted(known))}")
-        return cls(**infinities_from_json(cls, renamed))
+        config = cls(**infinities_from_json(cls, renamed))
+        if config.demonstrator:
+            return config
+        return dataclasses.replace(config, **{option.name: option.default for option in dataclasses.fields(cls)
+                                              if option.name.startswith("demonstration_")})
 

@@ -22,10 +22,11 @@ def stack_observations(env: ClientSelectionEnv, observations: dict) -> tuple[np.
 @dataclass
 class EpisodeSummary:
     """One training episode. ``team_return``: the shared reward summed over rounds (not over agents).
-    ``td_losses`` and ``margin_losses``: the TD and DQfD margin terms of the gradient steps the learner ran
-    for it (:class:`agents.vdn.UpdateLosses`; the margin terms only with a demonstrator);
-    ``demonstration_weight``: the margin term's weight in its steps (:func:`agents.vdn.demonstration_weight`;
-    None without a demonstrator)."""
+    ``td_losses`` and ``margin_losses``: the TD and DQfD margin terms of the gradient steps reported with it
+    (:class:`agents.vdn.UpdateLosses`; the margin terms only with a demonstrator): those run after its own
+    environment steps, or with ``overlap_learner`` those run while its batch played (the batch's first
+    episode); ``demonstration_weight``: the mean margin weight of those steps
+    (:func:`agents.vdn.demonstration_weight`; None without a demonstrator or without steps)."""
 
     team_return: float
     final_accuracy: float

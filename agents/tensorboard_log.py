@@ -3,7 +3,7 @@
 Tags follow CleanRL's DQN (``charts/episodic_return``, ``charts/epsilon``, ``charts/SPS``,
 ``losses/td_loss``) plus ``fl/*`` for the federation and ``eval/*`` for the validation episodes; with a
 demonstrator, ``losses/margin_loss`` (DQfD's margin term before its weight) and ``charts/demonstration_weight``
-(its weight), so that ``losses/td_loss`` stays the TD term alone.
+(the mean weight of the same gradient steps), so that ``losses/td_loss`` stays the TD term alone.
 """
 
 from __future__ import annotations

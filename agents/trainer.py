@@ -155,8 +155,7 @@ class Trainer:
             self.steps += 1
             losses.setdefault(step.episode, []).extend(self._train_after(self.steps, step.episode))
             if step.summary is not None:
-                ended.append((step.episode, self._finished(step.summary, step.episode, losses[step.episode],
-                                                           self.steps)))
+                ended.append((step.episode, self._finished(step.summary, losses[step.episode], self.steps)))
         self.episode += len(ended)
         return [summary for _, summary in sorted(ended, key=lambda item: item[0])]
 
@@ -191,20 +190,16 @@ class Trainer:
             losses += self._train_due(zip(self.pending_train_steps, self.pending_train_episodes))
             self.pending_train_steps, self.pending_train_episodes = [], []
         ended.sort(key=lambda item: item[0])
-        return [self._finished(summary, episode, losses if i == 0 else [], steps)
-                for i, (episode, summary, steps) in enumerate(ended)]
+        return [self._finished(summary, losses if i == 0 else [], steps) for i, (_, summary, steps) in enumerate(ended)]
 
-    def _finished(self, summary: EpisodeSummary, episode: int, losses: list[UpdateLosses],
-                  rounds_played: int) -> EpisodeSummary:
-        """``summary`` of episode ``episode`` with the losses of its gradient steps, the margin weight of its
-        steps (with a demonstrator) and the run's FL rounds played when it ended."""
-        weight = (demonstration_weight(episode * self.env.config.num_rounds,
-                                       self.schedule_episodes * self.env.config.num_rounds, self.vdn_config)
-                  if self.vdn_config.demonstrator else None)
+    def _finished(self, summary: EpisodeSummary, losses: list[UpdateLosses], rounds_played: int) -> EpisodeSummary:
+        """``summary`` with the losses of the gradient steps reported with it, their mean margin weight (with a
+        demonstrator and such steps) and the run's FL rounds played when it ended."""
+        weighted = bool(self.vdn_config.demonstrator and losses)
         return dataclasses.replace(
             summary, td_losses=[step.td_loss for step in losses], rounds_played=rounds_played,
-            margin_losses=[step.margin_loss for step in losses] if weight is not None else [],
-            demonstration_weight=weight)
+            margin_losses=[step.margin_loss for step in losses] if weighted else [],
+            demonstration_weight=float(np.mean([step.margin_weight for step in losses])) if weighted else None)
 
     def act(self, r: RunningEpisode) -> np.ndarray:
         """The epsilon-greedy joint action ``(K,)`` of ``r``'s next round with the current Q-network (with

@@ -73,13 +73,14 @@ def demonstration_weight(step: int, total_steps: int, config: VDNConfig) -> floa
 
 class UpdateLosses(NamedTuple):
     """One gradient step's losses (:meth:`VDNLearner.update`): ``loss``, the minimised total, is ``td_loss``
-    (the mean squared TD error, importance-weighted under prioritised replay) plus the step's margin weight
-    times ``margin_loss`` (DQfD's large-margin term before its weight, :func:`agents.demonstrations.margin_loss`;
+    (the mean squared TD error, importance-weighted under prioritised replay) plus ``margin_weight`` times
+    ``margin_loss`` (DQfD's large-margin term before its weight, :func:`agents.demonstrations.margin_loss`; both
     0 without a demonstrator). In Q's scaled units (``VDNConfig.reward_scale``), squared for the TD term."""
 
     loss: float
     td_loss: float
     margin_loss: float
+    margin_weight: float
 
 
 class VDNLearner:
@@ -195,7 +196,7 @@ class VDNLearner:
             td_error = self.q_tot(batch, values) - self.td_target(batch)
             self.last_td_errors = td_error.detach().cpu().numpy()
             td_loss = torch.mean(batch.weight * td_error ** 2)
-        loss, margin = td_loss, torch.zeros(())
+        loss, margin, weight = td_loss, torch.zeros(()), 0.0
         if self.config.demonstrator and batch.demo_actions is not None:
             weight = self.config.demonstration_weight if margin_weight is None else margin_weight
             margin = margin_loss(values, batch.mask[..., 1], batch.demo_actions, self.config.demonstration_margin)
@@ -209,4 +210,4 @@ class VDNLearner:
             self.target.load_state_dict(self.q.state_dict())
             if self.mixer is not None:
                 self.target_mixer.load_state_dict(self.mixer.state_dict())
-        return UpdateLosses(float(loss.detach()), float(td_loss.detach()), float(margin.detach()))
+        return UpdateLosses(float(loss.detach()), float(td_loss.detach()), float(margin.detach()), float(weight))

@@ -171,7 +171,17 @@ def test_the_loss_is_the_td_term_plus_the_default_weight_times_the_margin_term_e
     assert losses.loss == pytest.approx(plain.loss + 10.0 * margin, rel=1e-5)
 
 
-def test_episodes_carry_their_td_and_margin_terms_and_weight_to_tensorboard(tmp_path):
+@pytest.mark.parametrize("overlap_learner, weights, steps", [
+    # 4 gradient steps after each round once the replay buffer holds a transition: 3-step returns, so from the
+    # first episode's third round on (3 rounds x 4), then after all 5 rounds, at the episode's weight
+    (False, [10.0, 5.0, 0.0, 0.0], [12, 20, 20, 20]),
+    # the overlapped learner runs a batch's steps while the next one plays, reported with that next one (the last
+    # batch's after it, with it): none with episode 0, then episode 0's at 10, 1's at 5, 2's and 3's at 0; all 5
+    # rounds' steps each, for the buffer holds the whole batch when they run
+    (True, [None, 10.0, 5.0, 0.0], [0, 20, 20, 40]),
+])
+def test_episodes_carry_their_td_and_margin_terms_and_weight_to_tensorboard(tmp_path, monkeypatch, overlap_learner,
+                                                                           weights, steps):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from agents.callbacks import TensorBoardCallback
@@ -180,26 +190,34 @@ def test_episodes_carry_their_td_and_margin_terms_and_weight_to_tensorboard(tmp_
     # 4 episodes x 5 rounds, weight 10 fading to 0 over the first half: 10, 5, 0, 0 (worked in the test below)
     config = dataclasses.replace(ALWAYS_EXPLORE, learning_starts=1, demonstration_weight=10.0,
                                  demonstration_final_weight=0.0, exploration_fraction=0.5)
-    trainer = Trainer(ENV, config, episodes=4, seed=0)
+    trainer = Trainer(ENV, config, episodes=4, seed=0, overlap_learner=overlap_learner)
+    returned, update = [], trainer.learner.update
+    monkeypatch.setattr(trainer.learner, "update", lambda data, margin_weight=None: returned.append(
+        update(data, margin_weight)) or returned[-1])
     summaries = learn(trainer, [TensorBoardCallback(tmp_path)])
-    assert [s.demonstration_weight for s in summaries] == [10.0, 5.0, 0.0, 0.0]
-    # 4 gradient steps after each round once the replay buffer holds a transition: 3-step returns, so from the
-    # first episode's third round on (3 rounds x 4), then after all 5 rounds; each step with both terms
-    assert [(len(s.td_losses), len(s.margin_losses)) for s in summaries] == [(12, 12)] + [(20, 20)] * 3
-    assert all(loss > 0 for s in summaries for loss in s.margin_losses)  # the labels are not all met
+    assert [s.demonstration_weight for s in summaries] == weights
+    assert [(len(s.td_losses), len(s.margin_losses)) for s in summaries] == [(n, n) for n in steps]
+    # each term as the learner returned it, in order: the TD term alone, not the minimised total
+    assert [loss for s in summaries for loss in s.td_losses] == [u.td_loss for u in returned]
+    assert [loss for s in summaries for loss in s.margin_losses] == [u.margin_loss for u in returned]
+    assert [u.td_loss for u in returned] != [u.loss for u in returned]  # the labels are not all met at weight 10
     accumulator = EventAccumulator(str(tmp_path))
     accumulator.Reload()
 
     def logged(tag):
         return [(event.step, event.value) for event in accumulator.Scalars(tag)]
 
-    assert logged("charts/demonstration_weight") == [(5, 10.0), (10, 5.0), (15, 0.0), (20, 0.0)]
+    assert logged("charts/demonstration_weight") == [(s.rounds_played, s.demonstration_weight) for s in summaries
+                                                      if s.demonstration_weight is not None]
     for tag, values in (("losses/td_loss", "td_losses"), ("losses/margin_loss", "margin_losses")):
         assert logged(tag) == [(s.rounds_played, pytest.approx(np.mean(getattr(s, values)), rel=1e-6))
-                               for s in summaries]
-    # without a demonstrator neither is logged nor carried
-    plain = Trainer(ENV, dataclasses.replace(config, demonstrator="", demonstration_weight=1.0,
-                                             demonstration_final_weight=None), episodes=1, seed=0)
+                               for s in summaries if getattr(s, values)]
+
+
+def test_without_a_demonstrator_no_margin_term_or_weight_is_carried():
+    from agents.trainer import learn
+
+    plain = Trainer(ENV, dataclasses.replace(ALWAYS_EXPLORE, demonstrator="", learning_starts=1), episodes=1, seed=0)
     (summary,) = learn(plain)
     assert summary.td_losses and not summary.margin_losses and summary.demonstration_weight is None
 
@@ -283,6 +301,9 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
                                              rf"demonstrator is empty: .* at its default {default!r}"):
             VDNConfig(**{name: 2.0}).validate()
         assert VDNConfig(demonstrator="stale-fastest", **{name: 2.0}).validate()
+        # a file written before this refusal, where such a setting did nothing, loads with the default
+        assert VDNConfig.from_dict({name: 2.0}).validate() == VDNConfig()
+        assert getattr(VDNConfig.from_dict({name: 2.0, "demonstrator": "fastest"}), name) == 2.0
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
