@@ -150,7 +150,8 @@ def build_policies(names: list[str], learned: list, paths: list[str], select_fra
 
 def policy_names(spec: str | None, learned: bool) -> list[str]:
     """The policies ``--policies`` names (``all``, a comma-separated list, or None: fedavg, random and, with a
-    checkpoint (``learned``), vdn).
+    checkpoint (``learned``), vdn). With a checkpoint and a list that leaves vdn out, warns on stderr that the
+    checkpoint then only sets the federation.
 
     Raises:
         ValueError: an unknown name (the message lists the allowed ones), or vdn without a checkpoint.
@@ -163,6 +164,9 @@ def policy_names(spec: str | None, learned: bool) -> list[str]:
         check_known(name, [*POLICIES.names(), "vdn"], "policy", field=False)
     if "vdn" in names and not learned:
         raise ValueError("policy vdn needs --checkpoint PATH")
+    if learned and "vdn" not in names:
+        print("warning: --policies leaves out vdn, so the checkpoint sets the federation only and its agent is not "
+              "evaluated (add vdn to --policies)", file=sys.stderr, flush=True)
     return names
 
 

@@ -311,6 +311,11 @@ def train(args: argparse.Namespace, plan: RunPlan, ray_options: RayOptions | Non
                            overlap_learner=plan.overlap_learner)
     print(f"trained to episode {trainer.episode} in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {plan.run_dir / CHECKPOINT_NAME}", flush=True)
+    if trainer.learner.gradient_steps == 0:
+        print(f"warning: the learner took no gradient step (the first comes after --vdn-learning-starts "
+              f"{plan.vdn_config.learning_starts} environment steps; this run played {trainer.steps}), so the greedy "
+              "policy acts on the Q-network's initial weights: train more episodes or lower --vdn-learning-starts",
+              file=sys.stderr, flush=True)
     if plan.eval_seeds:
         compare(plan.env_config, [FedAvgPolicy(), RandomPolicy(), trainer.greedy_policy()], list(plan.eval_seeds),
                 out_dir=plan.run_dir, progress=not args.no_progress and sys.stdout.isatty(),

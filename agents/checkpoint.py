@@ -45,14 +45,18 @@ def load_checkpoint(path: str | Path) -> dict:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}")
+        inside = [path / name for name in ("checkpoint.pt", "best.pt") if (path / name).is_file()]
+        raise FileNotFoundError(f"no checkpoint at {path}" + (
+            f": a folder; did you mean {' or '.join(map(str, inside))}?" if inside else ""))
     try:
         document = torch.load(path, map_location="cpu", weights_only=True)
     except (PermissionError, MemoryError):
         raise
     except pickle.UnpicklingError as error:
-        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} file: it holds objects other than tensors and "
-                         f"plain Python data, which torch.load(weights_only=True) refuses") from error
+        first_line = (str(error).splitlines() or [""])[0][:120]
+        raise ValueError(f"{path} is not a {CHECKPOINT_FORMAT} file (the checkpoint.pt or best.pt of a "
+                         f"train_agents.py run): torch.load(weights_only=True) cannot read it, or it holds objects "
+                         f"other than tensors and plain Python data ({first_line})") from error
     except Exception as error:  # foreign bytes: RuntimeError (truncated zip), EOFError (empty), KeyError, IndexError..
         first_line = (str(error).splitlines() or [""])[0][:120]
         raise ValueError(f"{path} is damaged (truncated?) or not a {CHECKPOINT_FORMAT} file "

@@ -78,6 +78,20 @@ def test_damaged_files_and_other_files_raise_value_error_naming_the_file(checkpo
     assert "\n" not in str(error.value)
 
 
+def test_a_run_folder_or_its_config_given_as_the_checkpoint_says_what_to_give(checkpoint, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"^no checkpoint at \S+run$"):  # nothing to suggest
+        load_checkpoint(run)
+    (run / "checkpoint.pt").write_bytes(checkpoint[0].read_bytes())
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint at \S+run: a folder; did you mean \S+checkpoint\.pt\?"):
+        load_checkpoint(run)
+    (run / "config.json").write_text('{"episodes": 3}')
+    with pytest.raises(ValueError, match=r"config\.json is not a fedenv-vdn-checkpoint file \(the checkpoint\.pt or "
+                                         r"best\.pt of a train_agents\.py run\): torch\.load"):
+        load_checkpoint(run / "config.json")
+
+
 def test_saving_refuses_values_weights_only_loading_would_refuse(tmp_path):
     with pytest.raises(TypeError, match=r"checkpoint\['training'\]\['seed'\] is a numpy.int64"):
         save_checkpoint(tmp_path / "c.pt", {"training": {"seed": np.int64(3)}})

@@ -105,6 +105,17 @@ def test_evaluate_all_policies_next_to_the_learned_one(trained_run, tmp_path, ca
     assert [row["policy"] for row in document["summary"]] == expected
 
 
+def test_a_checkpoint_with_policies_that_leave_out_vdn_warns_that_its_agent_is_not_evaluated(trained_run, tmp_path,
+                                                                                              capsys):
+    run_dir, _ = trained_run
+    for policies, warned in (("fedavg", True), ("fedavg,vdn", False)):
+        assert evaluate.main(["--checkpoint", str(run_dir / "checkpoint.pt"), "--policies", policies, "--episodes",
+                              "1", "--out", str(tmp_path / policies), "--no-progress"]) == 0
+        captured = capsys.readouterr()
+        assert ("warning: --policies leaves out vdn" in captured.err) is warned
+        assert ("\nvdn " in captured.out) is not warned
+
+
 def test_config_file_sets_defaults_and_flags_win(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("num-rounds: 7\nnum_clients: 4\nvdn-gamma: 0.5\n")

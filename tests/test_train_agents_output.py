@@ -97,3 +97,14 @@ def test_a_folder_holding_an_earlier_comparison_is_refused_without_overwrite(tmp
         train_agents.main(["--episodes", "1", "--run-dir", str(tmp_path), *TINY_FLAGS])
     assert stop.value.code == 2 and "holds another run" in capsys.readouterr().err
     assert (tmp_path / "results.csv").read_text() == "policy\n"
+
+
+@pytest.mark.parametrize("learning_starts, warned", [(200, True), (1, False)])
+def test_a_run_too_short_for_a_gradient_step_says_so(tmp_path, capsys, learning_starts, warned):
+    # 2 episodes x 2 rounds: 4 environment steps, none of them past 200
+    assert train_agents.main(["--episodes", "2", "--run-dir", str(tmp_path), "--eval-interval", "0",
+                              "--no-progress", "--vdn-learning-starts", str(learning_starts), *TINY_FLAGS]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: the learner took no gradient step (the first comes after --vdn-learning-starts 200 "
+            "environment steps; this run played 4)" in err) is warned
+    assert ("no gradient step" in err) is warned
