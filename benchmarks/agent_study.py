@@ -339,7 +339,7 @@ def held_out_seeds(args: argparse.Namespace) -> list[int]:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command the page says generated it (``--settings`` where it is not the default; under ``--quick``
-    the same options, ``--quick`` in place of ``--runs``)."""
+    the same options, ``--quick`` in place of ``--runs``; ``--data-root DIR``, the reader's folder)."""
     chosen = args.settings != default_settings(args.data_root)
     references = [" ".join(["--references", *args.references])] if args.references else []
     val_seeds = ([" ".join(["--fine-tune-val-seeds", *map(str, args.fine_tune_val_seeds)])]
@@ -349,7 +349,7 @@ def command_line(args: argparse.Namespace) -> str:
                *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
                *references,
-               *([f"--data-root {args.data_root}"] if args.data_root else []),
+               *(["--data-root DIR"] if args.data_root else []),  # the reader's folder, not the writer's
                *([f"--readme-variants {' '.join(args.readme_variants)}"] if args.readme_variants else [])]
     variants = ["--quick" if args.quick else f"--runs {' '.join(args.runs)}",
                 *([f"--compare {' '.join(args.compare)}"] if args.compare else []),

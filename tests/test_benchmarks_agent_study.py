@@ -550,6 +550,10 @@ def test_the_generated_command_names_settings_other_than_the_default_also_under_
                                "--no-readme", "--out", "results/q"])
     assert agent_study.command_line(quick) == ("python -m benchmarks.agent_study --quick --transfer-variants "
                                                "--settings trained --section s --no-readme --out results/q")
+    # the data folder is the reader's: the command names it DIR, not the folder of the machine that wrote the page
+    with_data = parser.parse_args([*base, "--settings", "fmnist", "--data-root", "/home/me/data"])
+    assert agent_study.command_line(with_data) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
+                                                   "--settings fmnist --data-root DIR --out results/x")
 
 
 def q_weights(policy):
