@@ -1,0 +1,83 @@
+"""The learned-agent page's index (benchmarks/agent_study_index.py): cells copied from the sections' tables."""
+
+import pytest
+
+from benchmarks import agent_study_index
+from benchmarks.agent_study_index import PAGE, index_table, sections, slug
+
+HEADER = ("| setting | variant | return | run std | minus best fixed | ratio to best fixed | minus best schedule |\n"
+          "|---|---|---|---|---|---|---|")  # the columns the index reads, and one it does not
+
+PAGE_TEXT = f"""# The page
+
+intro
+
+<!-- learned-agent-index:start -->
+<!-- learned-agent-index:end -->
+
+<!-- learned-agent:start -->
+{HEADER}
+| trained | a | 0.450 | 0.008 | +0.025 [+0.007, +0.043] better | 1.06x [1.02, 1.10] | +0.000 [-0.024, +0.026] level |
+| 4x | a | 0.304 | 0.026 | -0.001 [-0.036, +0.035] level | 1.00x [0.89, 1.12] | -0.030 [-0.068, -0.001] worse |
+
+| variant | minus | team return difference |
+|---|---|---|
+| a | b | +0.1 [0, 0.2] better |
+<!-- learned-agent:end -->
+
+## Learning from `stale-fastest`'s demonstrations, with the server's estimates
+
+<!-- learned-agent-demo:start -->
+{HEADER}
+| trained | b | 0.492 | 0.001 | +0.068 [+0.050, +0.084] better | 1.16x [1.12, 1.20] | +0.043 [+0.013, +0.076] better |
+| 8x | b | 0.299 | 0.005 | +0.041 [+0.015, +0.069] better | 1.16x [1.06, 1.28] | +0.047 [+0.010, +0.084] better |
+| 8x | b +ft10 | 0.294 | 0.006 | +0.036 [+0.009, +0.061] better | 1.14x [1.03, 1.25] | +0.041 [-0.001, +0.085] level |
+<!-- learned-agent-demo:end -->
+"""
+
+
+def test_each_sections_variants_get_their_own_cells_and_blanks_where_a_setting_was_not_evaluated():
+    assert index_table(PAGE_TEXT).splitlines()[2:] == [
+        "| [The page](#the-page) | a | 0.450 | +0.025 [+0.007, +0.043] better | +0.000 [-0.024, +0.026] level "
+        "| 1.00x [0.89, 1.12] |  |",
+        "| [Learning from `stale-fastest`'s demonstrations, with the server's estimates]"
+        "(#learning-from-stale-fastests-demonstrations-with-the-servers-estimates) | b | 0.492 | "
+        "+0.068 [+0.050, +0.084] better | +0.043 [+0.013, +0.076] better |  | 1.16x [1.06, 1.28] |",
+        "|  | b +ft10 |  |  |  |  | 1.14x [1.03, 1.25] |",  # the section named on its first row only
+    ]
+    # the index's own markers are not a section; the ablation table under the main one is not read
+    assert [heading for heading, _ in sections(PAGE_TEXT)] == ["The page", "Learning from `stale-fastest`'s "
+                                                               "demonstrations, with the server's estimates"]
+
+
+def test_the_anchors_are_mysts():
+    slugify = pytest.importorskip("myst_parser.mdit_to_docutils.base").default_slugify
+    for heading in ("Learning from `stale-fastest`'s demonstrations, with the server's estimates",
+                    "K/T-normalised features under the demonstrations", "A second task: 100 clients, 10 candidates"):
+        assert slug(heading) == slugify(heading)
+    assert slug("K/T-normalised features") == "kt-normalised-features"
+
+
+def test_a_section_without_its_end_marker_is_named():
+    with pytest.raises(ValueError, match="<!-- learned-agent-demo:start --> has no <!-- learned-agent-demo:end -->"):
+        index_table(PAGE_TEXT.replace("<!-- learned-agent-demo:end -->", ""))
+
+
+def test_write_fills_the_markers_and_a_page_without_them_is_a_usage_error(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    page.write_text(PAGE_TEXT)
+    assert agent_study_index.main(["--page", str(page), "--write"]) == 0
+    written = page.read_text()
+    start = agent_study_index.START + "\n"
+    assert written == PAGE_TEXT.replace(start, start + index_table(PAGE_TEXT) + "\n")  # nothing else changed
+    assert agent_study_index.main(["--page", str(page), "--write"]) == 0 and page.read_text() == written  # idempotent
+    page.write_text(PAGE_TEXT.replace("<!-- learned-agent-index:start -->\n", ""))
+    with pytest.raises(SystemExit) as exit_:
+        agent_study_index.main(["--page", str(page), "--write"])
+    assert exit_.value.code == 2 and "learned-agent-index:start" in capsys.readouterr().err
+
+
+def test_the_pages_index_is_the_one_its_command_writes():
+    text = PAGE.read_text()
+    start, end = text.index(agent_study_index.START), text.index(agent_study_index.END)
+    assert text[start + len(agent_study_index.START):end].strip() == index_table(text)
