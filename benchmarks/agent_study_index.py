@@ -14,9 +14,14 @@ check that the page's index is the one this command writes).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import re
-from pathlib import Path
 
 from benchmarks.pages import ROOT, write_between_markers
 
