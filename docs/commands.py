@@ -56,6 +56,12 @@ LONG = {
         f"python train_agents.py --seed 1 {QUICK_TRAINING} --run-dir runs/seed1 && "
         "python evaluate.py --checkpoint runs/seed0/checkpoint.pt runs/seed1/checkpoint.pt --policies fedavg "
         "--episodes 2",
+    "python train_agents.py --no-probing --observation-context --observation-estimates --episodes 200 "
+    "--vdn-demonstrator stale-fastest:k=2 --vdn-demonstration-weight 10 --eval-interval 20 --val-seeds 500 501 502 "
+    "503 504 505 506 507 --seeds 0 1 2 3 4 --run-dir runs/np-val8-demo-k2":
+        "python train_agents.py --no-probing --observation-context --observation-estimates --episodes 2 "
+        "--num-rounds 4 --vdn-demonstrator stale-fastest:k=2 --vdn-demonstration-weight 10 --eval-interval 2 "
+        "--val-seeds 500 --seeds 0 1 --eval-seeds --run-dir runs/np-val8-demo-k2",
     "python -m fedenv.traces generate": "python -m fedenv.traces generate --out my_trace.json",
     "python examples/sb3_ppo.py --episodes 20 --out results/sb3_ppo":
         "python examples/sb3_ppo.py --episodes 2 --num-rounds 3 --num-clients 3 --eval-episodes 1 "
