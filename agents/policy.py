@@ -18,11 +18,15 @@ def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
     """The learner variant a checkpoint holds, for tables: its mixer (``vdn``: plain VDN), then each
     lever that is on, joined by ``+``: its Q-network where not ``mlp`` (``deepsets``), ``context``
     (``observation_context``), ``normalised`` (``observation_normalised``), ``estimates``
-    (``observation_estimates``), ``demonstrated`` (a ``demonstrator``), ``no-probing``
-    (``probing=False``), e.g. ``qmix+context+no-probing`` or ``vdn+deepsets+no-probing``."""
+    (``observation_estimates``), ``demonstrated`` (a ``demonstrator``), ``faded`` (its margin weight annealed,
+    ``demonstration_final_weight``), ``no-probing`` (``probing=False``), e.g. ``qmix+context+no-probing`` or
+    ``vdn+deepsets+no-probing``."""
+    demonstrated = bool(vdn_config.demonstrator)
     levers = [(vdn_config.q_network, vdn_config.q_network != "mlp"), ("context", env_config.observation_context),
               ("normalised", env_config.observation_normalised), ("estimates", env_config.observation_estimates),
-              ("demonstrated", bool(vdn_config.demonstrator)), ("no-probing", not env_config.probing)]
+              ("demonstrated", demonstrated),
+              ("faded", demonstrated and vdn_config.demonstration_final_weight is not None),
+              ("no-probing", not env_config.probing)]
     return "+".join([vdn_config.mixer, *(name for name, on in levers if on)])
 
 

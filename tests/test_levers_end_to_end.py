@@ -40,6 +40,11 @@ def test_the_variant_names_each_lever_that_is_on():
     name = variant_name(VDNConfig(mixer="qmix"), EnvConfig(observation_context=True, probing=False))
     assert name == "qmix+context+no-probing"
     assert variant_name(VDNConfig(q_network="deepsets"), EnvConfig(probing=False)) == "vdn+deepsets+no-probing"
+    # a constant and a fading demonstration weight are two learners, two names
+    constant = VDNConfig(demonstrator="fastest", demonstration_weight=10.0)
+    assert variant_name(constant, EnvConfig()) == "vdn+demonstrated"
+    faded = dataclasses.replace(constant, demonstration_final_weight=0.0)
+    assert variant_name(faded, EnvConfig(probing=False)) == "vdn+demonstrated+faded+no-probing"
 
 
 @pytest.mark.parametrize("flags", VARIANTS, ids=lambda flags: "".join(flags).strip("-"))
