@@ -149,7 +149,7 @@ class VDNConfig:
                      "prioritized_replay_alpha", "prioritized_replay_beta"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"vdn {name}={getattr(self, name)!r} must be in [0, 1]")
-        for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
+        for name in DEMONSTRATION_OPTIONS:
             value = getattr(self, name)  # None only where the type allows it (the final weight)
             if value is not None and not 0 <= value < math.inf:
                 raise ValueError(f"vdn {name}={value!r} must be finite and >= 0")
@@ -174,12 +174,12 @@ class VDNConfig:
                                  f"{self.exploration_uploads!r}: with a demonstrator an exploring candidate plays "
                                  "the demonstrator's action, so exploration_uploads would be ignored; set one of them")
         else:
-            for option in dataclasses.fields(self):
-                value = getattr(self, option.name)
-                if option.name.startswith("demonstration_") and value != option.default:
-                    raise ValueError(f"vdn {option.name}={value!r} is read only with a demonstrator, and vdn "
-                                     f"demonstrator is empty: set one, or leave {option.name} at its default "
-                                     f"{option.default!r}")
+            default = VDNConfig()
+            for name in DEMONSTRATION_OPTIONS:
+                if getattr(self, name) != getattr(default, name):
+                    raise ValueError(f"vdn {name}={getattr(self, name)!r} is read only with a demonstrator, and vdn "
+                                     f"demonstrator is empty: set one, or leave {name} at its default "
+                                     f"{getattr(default, name)!r}")
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (``hidden`` and ``exploration_uploads`` as lists)."""
@@ -211,6 +211,10 @@ class VDNConfig:
         config = cls(**infinities_from_json(cls, renamed))
         if config.demonstrator:
             return config
-        return dataclasses.replace(config, **{option.name: option.default for option in dataclasses.fields(cls)
-                                              if option.name.startswith("demonstration_")})
+        default = cls()
+        return dataclasses.replace(config, **{name: getattr(default, name) for name in DEMONSTRATION_OPTIONS})
 
+
+DEMONSTRATION_OPTIONS = tuple(f.name for f in dataclasses.fields(VDNConfig) if f.name.startswith("demonstration_"))
+"""The options read only with a ``demonstrator`` (``demonstration_margin``, ``demonstration_weight``,
+``demonstration_final_weight``)."""

@@ -23,10 +23,10 @@ if not __package__:  # run as a file, python benchmarks/NAME.py: import this che
 import argparse
 import re
 
-from benchmarks.pages import ROOT, write_between_markers
+from benchmarks.agent_study_page import PAGE, markers
+from benchmarks.pages import write_between_markers
 
-PAGE = ROOT / "docs" / "results" / "learned-agent.md"
-START, END = "<!-- learned-agent-index:start -->", "<!-- learned-agent-index:end -->"
+START, END = markers("index")
 SECTION_START = re.compile(r"<!-- learned-agent(?:-(?!index:)[\w-]+)?:start -->")
 COLUMNS = [("trained", "return", "return at K"), ("trained", "minus best fixed", "minus best fixed at K"),
            ("trained", "minus best schedule", "minus best schedule at K"),
