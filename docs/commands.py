@@ -102,6 +102,8 @@ NOT_RUN = {
     "python train_agents.py --preset mnist-lenet --data-root DIR --config weights.yaml": _DATA,
     "python train_agents.py --config run.yaml --seed 1":
         "needs your run.yaml; --config files are tested in tests/test_cli.py",
+    "python train_agents.py --config run.yaml --train-samples none":
+        "needs your run.yaml; none after a --config file is tested in tests/test_cli.py",
     "python -m fedenv.traces import --fedscale client_device_capacity --behave client_behave_trace --out my.json":
         "needs FedScale's pickles; the importer is tested in tests/test_traces_importers.py",
     "python -m fedenv.traces import --csv my_devices.csv --out my.json":

@@ -92,22 +92,53 @@ class _HelpAllAction(argparse.Action):
         parser.exit()
 
 
+UNSET_WORD = "none"
+"""The value that unsets an optional flag (a field typed ``X | None``): ``--train-samples none``, or ``null``
+in a ``--config`` file; on the command line it undoes a value that a config file gave."""
+
+
+class _Unset:
+    """The parsed value of :data:`UNSET_WORD` (``None`` itself means a flag not given)."""
+
+    def __repr__(self) -> str:
+        return UNSET_WORD
+
+
+UNSET = _Unset()
+
+
 def _flag_type(hint):
-    """``int``, ``float`` or ``str`` for a field type hint (``X | None`` counts as ``X``)."""
+    """``int``, ``float`` or ``str`` for a field type hint; for ``X | None``, a parser of ``X`` that also
+    takes :data:`UNSET_WORD` (case-insensitive) and returns :data:`UNSET` for it."""
     options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-    return options[0] if options[0] in (int, float) else str
+    kind = options[0] if options[0] in (int, float) else str
+    if type(None) not in typing.get_args(hint):
+        return kind
+
+    def optional(text: str):
+        return UNSET if text.strip().lower() == UNSET_WORD else kind(text)
+    optional.__name__ = f"{kind.__name__} or {UNSET_WORD}"  # argparse's "invalid float or none value"
+    optional.unsettable = True
+    return optional
 
 
-def field_help(f: dataclasses.Field, allowed=None) -> str:
+def _given(value):
+    """A parsed flag value as the field takes it: :data:`UNSET` becomes ``None``, lists become tuples."""
+    return None if value is UNSET else tuple(value) if isinstance(value, list) else value
+
+
+def field_help(f: dataclasses.Field, allowed=None, unsettable: bool = False) -> str:
     """The ``--help`` text of dataclass field ``f``: ``metadata["help"]`` (when the field has one), the
-    ``allowed`` names (when given) and the default, with ``%`` escaped for argparse."""
+    ``allowed`` names (when given) and the default, with ``%`` escaped for argparse; for an ``unsettable``
+    (optional) field, that :data:`UNSET_WORD` unsets it."""
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
     if isinstance(default, tuple):
         default = " ".join(map(str, default))
     text = f.metadata.get("help", "")
     if allowed is not None:
         text += f"{'; ' if text else ''}allowed: {', '.join(allowed)}"
-    return f"{text} (default: {default})".lstrip().replace("%", "%%")
+    unset = f"; {UNSET_WORD} unsets it" if unsettable else ""
+    return f"{text} (default: {default}{unset})".lstrip().replace("%", "%%")
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=(), allowed=None) -> None:
@@ -126,25 +157,26 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
             summary = None if group else (cls.__doc__ or "").strip().split("\n")[0]
             add_group = parser.add_brief_group if isinstance(parser, FlagParser) else parser.add_argument_group
             groups[title] = add_group(title, summary)
-        kwargs = {"dest": prefix.replace("-", "_") + f.name, "default": None,
-                  "help": field_help(f, (allowed or {}).get(f.name))}
+        kwargs = {"dest": prefix.replace("-", "_") + f.name, "default": None}
         if hints[f.name] is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(hints[f.name]) is tuple:
             kwargs.update(type=int, nargs="+")
         else:
             kwargs["type"] = _flag_type(hints[f.name])
+        kwargs["help"] = field_help(f, (allowed or {}).get(f.name), hasattr(kwargs.get("type"), "unsettable"))
         groups[title].add_argument("--" + prefix + f.name.replace("_", "-"), **kwargs)
 
 
 def dataclass_from_args(cls, args: argparse.Namespace, base=None, prefix: str = ""):
-    """Build ``cls`` from parsed flags: fields whose flag was not given keep ``base``'s (or the default) value."""
+    """Build ``cls`` from parsed flags: fields whose flag was not given keep ``base``'s (or the default) value;
+    an optional field given :data:`UNSET_WORD` becomes ``None``."""
     base = base if base is not None else cls()
     values = {}
     for f in dataclasses.fields(cls):
         value = getattr(args, prefix.replace("-", "_") + f.name, None)
         if value is not None:
-            values[f.name] = tuple(value) if isinstance(value, list) else value
+            values[f.name] = _given(value)
     return dataclasses.replace(base, **values)
 
 
@@ -181,9 +213,10 @@ def add_component_arguments(parser: argparse.ArgumentParser) -> None:
             groups[kind, name] = parser.add_argument_group(
                 f"{registry.kind} {name} options", f"used wherever {kind} {name} runs")
         hint = typing.get_type_hints(options_class(registry.get(name)))[f.name]
-        allowed = allowed_text(f)
-        help_text = f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} (default: {f.default})"
         kwargs = {"action": argparse.BooleanOptionalAction} if hint is bool else {"type": _flag_type(hint)}
+        allowed = allowed_text(f)
+        unset = f"; {UNSET_WORD} unsets it" if hasattr(kwargs.get("type"), "unsettable") else ""
+        help_text = f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} (default: {f.default}{unset})"
         groups[kind, name].add_argument("--" + dest.replace("_", "-"), dest=dest, default=None,
                                         help=help_text.replace("%", "%%"), **kwargs)
 
@@ -196,7 +229,7 @@ def component_options_from_args(args: argparse.Namespace, config: EnvConfig) -> 
     for dest, (kind, name, f) in component_flags().items():
         value = getattr(args, dest, None)
         if value is not None:
-            values[kind].setdefault(name, {})[f.name] = value
+            values[kind].setdefault(name, {})[f.name] = _given(value)
     return dataclasses.replace(config, **{f"{kind}_options": values[kind] for kind in COMPONENTS})
 
 
@@ -314,11 +347,17 @@ def config_file_tokens(action: argparse.Action, value) -> list[str]:
     a flag of several values takes a list or one scalar; any other flag one scalar. Each value is
     checked with the flag's ``type`` and ``choices``.
 
+    An optional flag (a field typed ``X | None``) takes ``null`` or an empty entry as :data:`UNSET_WORD`: the
+    field's unset value.
+
     Raises:
         ValueError: the value does not fit the flag (names the value and what the flag takes), or there is
-            none (``lr:`` or ``lr: null``; a flag's default is what leaving the key out gives).
+            none for a flag that cannot be unset (``lr:`` or ``lr: null``; a flag's default is what leaving
+            the key out gives).
     """
     flag = action.option_strings[0]
+    if value is None and hasattr(action.type, "unsettable"):
+        return [flag, UNSET_WORD]
     if value is None:
         raise ValueError(f"no value (an empty entry or null); give {flag} a value or remove the key")
     if isinstance(action, argparse.BooleanOptionalAction):

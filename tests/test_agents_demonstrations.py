@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.config import VDNConfig
+from agents.config import DEMONSTRATION_OPTIONS, VDNConfig
 from agents.demonstrations import margin_loss
 from agents.replay import NO_DEMONSTRATION, Batch, ReplayBuffer
 from agents.rollout import play_rollouts, training_seed
@@ -291,7 +291,8 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
         VDNConfig(demonstrator="stale-fastest:k").validate()
     with pytest.raises(ValueError, match=r"exploration_uploads=\(1, 3\): with a demonstrator .* set one of them"):
         VDNConfig(demonstrator="fastest", exploration_uploads=(1, 3)).validate()
-    for name in ("demonstration_margin", "demonstration_weight", "demonstration_final_weight"):
+    assert "demonstration_weight" in DEMONSTRATION_OPTIONS and "demonstrator" not in DEMONSTRATION_OPTIONS
+    for name in DEMONSTRATION_OPTIONS:
         for bad in (-0.1, math.inf, math.nan):
             with pytest.raises(ValueError, match=rf"vdn {name}={bad!r} must be finite and >= 0"):
                 VDNConfig(demonstrator="stale-fastest", **{name: bad}).validate()

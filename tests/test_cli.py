@@ -5,15 +5,24 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
 import evaluate
 import train_agents
+from agents.config import VDNConfig
 from fedenv.baselines import compared_policies
 from fedenv.calibrate import build_parser as build_calibrate_parser
-from fedenv.cli import FlagParser, add_dataclass_arguments, env_config_from_args, field_help, parse_with_config_file
+from fedenv.cli import (
+    FlagParser,
+    add_dataclass_arguments,
+    dataclass_from_args,
+    env_config_from_args,
+    field_help,
+    parse_with_config_file,
+)
 from fedenv.config import EnvConfig
 from fedenv.registry import AGGREGATION_RULES
 
@@ -140,6 +149,30 @@ def test_config_file_values_are_parsed_as_their_flags(tmp_path):
     assert (args.download, args.eval_seeds) == (True, [7, 8])  # flags win over the file
 
 
+def test_none_unsets_an_optional_field_that_a_config_file_set(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("train_samples: 600\nround_deadline_s: 5\nvdn_demonstrator: stale-fastest\n"
+                    "vdn_demonstration_final_weight: 0\n")
+    parser = train_agents.build_parser()
+    args = parse_with_config_file(parser, ["--config", str(path)])
+    assert (env_config_from_args(args).train_samples, env_config_from_args(args).round_deadline_s) == (600, 5.0)
+    assert dataclass_from_args(VDNConfig, args, prefix="vdn-").demonstration_final_weight == 0.0
+    # the reviewer's case: the file's fading teacher dropped on the command line, with its demonstrator
+    args = parse_with_config_file(parser, ["--config", str(path), "--train-samples", "None", "--round-deadline-s",
+                                           "none", "--vdn-demonstrator", "",
+                                           "--vdn-demonstration-final-weight", "none"])
+    config = env_config_from_args(args)
+    assert (config.train_samples, config.round_deadline_s) == (None, None)
+    assert dataclass_from_args(VDNConfig, args, prefix="vdn-").validate() == VDNConfig()
+    # in a config file, an optional field's null (or empty entry) is its unset value, not a refusal
+    path.write_text("test_samples:\nround_deadline_s: null\nnum_rounds: 4\n")
+    config = env_config_from_args(parse_with_config_file(parser, ["--config", str(path)]))
+    assert (config.test_samples, config.round_deadline_s, config.num_rounds) == (None, None, 4)
+    # a field that is not optional does not take it
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--num-rounds", "none"])
+
+
 @pytest.mark.parametrize("text,message", [
     ("download: maybe\n", "key 'download': 'maybe' is not a boolean"),
     ("num_rounds: many\n", "key 'num_rounds': 'many' is not a valid int for --num-rounds"),
@@ -149,8 +182,10 @@ def test_config_file_values_are_parsed_as_their_flags(tmp_path):
     ("preset: mnist-huge\n", "key 'preset': 'mnist-huge' is not allowed for --preset; allowed: "),
     ("device: true\n", "key 'device': True is not a valid str for --device"),
     ("lr:\n", "key 'lr': no value (an empty entry or null); give --lr a value or remove the key"),
-    ("num_rounds: 4\nround_deadline_s: null\n", "key 'round_deadline_s': no value (an empty entry or null); "
-                                                 "give --round-deadline-s a value or remove the key"),
+    ("num_rounds: null\n", "key 'num_rounds': no value (an empty entry or null); give --num-rounds a value or "
+                           "remove the key"),
+    ("round_deadline_s: soon\n", "key 'round_deadline_s': 'soon' is not a valid float or none for "
+                                 "--round-deadline-s"),
 ])
 def test_bad_config_file_values_fail_before_training_with_one_line(text, message, tmp_path, capsys):
     path = tmp_path / "run.yaml"
@@ -242,12 +277,14 @@ def test_help_describes_every_envconfig_flag_in_its_group(build, monkeypatch):
     # evaluate.py replaces --probing by its own three-way flag (each policy's own mode by default)
     own = {flag for flag, a in actions.items() if flag in ENV_FLAGS and a.dest != ENV_FLAGS[flag].name}
     assert own <= {"--probing"}
+    hints = typing.get_type_hints(EnvConfig)
     for flag, f in ENV_FLAGS.items():
         if flag in own:
             continue
         action = actions[flag]
         assert description(action).startswith(f.metadata["help"].replace("%", "%%")), flag
-        assert action.help.endswith(f"(default: {f.default})"), flag
+        optional = type(None) in typing.get_args(hints[f.name])  # X | None: the word none unsets it
+        assert action.help.endswith(f"(default: {f.default}{'; none unsets it' if optional else ''})"), flag
         assert groups[action.dest] == f.metadata["group"], flag
     text = parser.format_help()
     for flag, f in ENV_FLAGS.items():
