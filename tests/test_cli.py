@@ -125,52 +125,49 @@ def test_a_checkpoint_with_policies_that_leave_out_vdn_warns_that_its_agent_is_n
         assert ("\nvdn " in captured.out) is not warned
 
 
-def test_config_file_sets_defaults_and_flags_win(tmp_path):
+def config_args(tmp_path, text: str, *flags: str) -> argparse.Namespace:
+    """train_agents.py's flags parsed with a --config file holding ``text``, then ``flags``."""
     path = tmp_path / "run.yaml"
-    path.write_text("num-rounds: 7\nnum_clients: 4\nvdn-gamma: 0.5\n")
-    parser = train_agents.build_parser()
-    args = parse_with_config_file(parser, ["--config", str(path), "--num-clients", "6"])
+    path.write_text(text)
+    return parse_with_config_file(train_agents.build_parser(), ["--config", str(path), *flags])
+
+
+def test_config_file_sets_defaults_and_flags_win(tmp_path):
+    args = config_args(tmp_path, "num-rounds: 7\nnum_clients: 4\nvdn-gamma: 0.5\n", "--num-clients", "6")
     assert (args.num_rounds, args.num_clients, args.vdn_gamma) == (7, 6, 0.5)
-    path.write_text("num-roundz: 7\n")
     with pytest.raises(SystemExit):
-        parse_with_config_file(parser, ["--config", str(path)])
+        config_args(tmp_path, "num-roundz: 7\n")
 
 
 def test_config_file_values_are_parsed_as_their_flags(tmp_path):
-    path = tmp_path / "run.yaml"
-    path.write_text('download: "false"\nvdn-double-q: "no"\nno_progress: "true"\nvdn_hidden: 32\n'
-                    'eval_seeds: 1000\nlr: 1e-3\nnum-rounds: "4"\n')
-    parser = train_agents.build_parser()
-    args = parse_with_config_file(parser, ["--config", str(path)])
+    text = ('download: "false"\nvdn-double-q: "no"\nno_progress: "true"\nvdn_hidden: 32\n'
+            'eval_seeds: 1000\nlr: 1e-3\nnum-rounds: "4"\n')
+    args = config_args(tmp_path, text)
     assert (args.download, args.vdn_double_q, args.no_progress) == (False, False, True)
     assert (args.vdn_hidden, args.eval_seeds, args.lr, args.num_rounds) == ([32], [1000], 0.001, 4)
     assert env_config_from_args(args).download is False
-    args = parse_with_config_file(parser, ["--config", str(path), "--download", "--eval-seeds", "7", "8"])
+    args = config_args(tmp_path, text, "--download", "--eval-seeds", "7", "8")
     assert (args.download, args.eval_seeds) == (True, [7, 8])  # flags win over the file
 
 
 def test_none_unsets_an_optional_field_that_a_config_file_set(tmp_path):
-    path = tmp_path / "run.yaml"
-    path.write_text("train_samples: 600\nround_deadline_s: 5\nvdn_demonstrator: stale-fastest\n"
-                    "vdn_demonstration_final_weight: 0\n")
-    parser = train_agents.build_parser()
-    args = parse_with_config_file(parser, ["--config", str(path)])
+    text = ("train_samples: 600\nround_deadline_s: 5\nvdn_demonstrator: stale-fastest\n"
+            "vdn_demonstration_final_weight: 0\n")
+    args = config_args(tmp_path, text)
     assert (env_config_from_args(args).train_samples, env_config_from_args(args).round_deadline_s) == (600, 5.0)
     assert dataclass_from_args(VDNConfig, args, prefix="vdn-").demonstration_final_weight == 0.0
     # the reviewer's case: the file's fading teacher dropped on the command line, with its demonstrator
-    args = parse_with_config_file(parser, ["--config", str(path), "--train-samples", "None", "--round-deadline-s",
-                                           "none", "--vdn-demonstrator", "",
-                                           "--vdn-demonstration-final-weight", "none"])
+    args = config_args(tmp_path, text, "--train-samples", "None", "--round-deadline-s", "none",
+                       "--vdn-demonstrator", "", "--vdn-demonstration-final-weight", "none")
     config = env_config_from_args(args)
     assert (config.train_samples, config.round_deadline_s) == (None, None)
     assert dataclass_from_args(VDNConfig, args, prefix="vdn-").validate() == VDNConfig()
     # in a config file, an optional field's null (or empty entry) is its unset value, not a refusal
-    path.write_text("test_samples:\nround_deadline_s: null\nnum_rounds: 4\n")
-    config = env_config_from_args(parse_with_config_file(parser, ["--config", str(path)]))
+    config = env_config_from_args(config_args(tmp_path, "test_samples:\nround_deadline_s: null\nnum_rounds: 4\n"))
     assert (config.test_samples, config.round_deadline_s, config.num_rounds) == (None, None, 4)
     # a field that is not optional does not take it
     with pytest.raises(SystemExit):
-        parser.parse_args(["--num-rounds", "none"])
+        train_agents.build_parser().parse_args(["--num-rounds", "none"])
 
 
 @pytest.mark.parametrize("text,message", [
