@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.agent_study_rows import POLICY_METRICS, bars, signed_interval
+from benchmarks.agent_study_rows import POLICY_METRICS, bars, ratio_text, signed_interval
 from benchmarks.agent_study_settings import SETTINGS
 from benchmarks.pages import ROOT, write_between_markers
 
@@ -103,7 +103,7 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
                 f"| {setting} | {variant} | {r['runs']} x {r['seeds']} | {r['return']:.3f} | {r['run_std']:.3f} | "
                 f"{r['best_fixed']} ({r['best_fixed_return']:.3f}) | "
                 f"{signed_interval(r['minus_fixed'], r['minus_fixed_low'], r['minus_fixed_high'])} "
-                f"{r['minus_fixed_label'] or ''} | {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] | "
+                f"{r['minus_fixed_label'] or ''} | {ratio_text(r)} | "
                 f"{margin_cells(r, 'schedule')} |" + (f" {margin_cells(r, 'reference')} |" if referenced else ""))
     if differences:
         lines += ["", ("**Ablation** (`--compare A:B`): variant A minus variant B in the trained setting, each "
@@ -144,9 +144,7 @@ def readme_table(rows: dict[str, dict[str, dict]], variants: list[str] | None = 
             key = f"minus_{role}"
             cells.append(f"{signed_interval(trained[key], trained[f'{key}_low'], trained[f'{key}_high'])} "
                          f"{trained[f'{key}_label']} ({trained[f'best_{role}']})" if key in trained else "")
-        cells.append(" / ".join(f"{rows[s][variant]['ratio']:.2f}x [{rows[s][variant]['ratio_low']:.2f}, "
-                                f"{rows[s][variant]['ratio_high']:.2f}]" for s in ("4x", "8x")
-                                if variant in rows.get(s, {})))
+        cells.append(" / ".join(ratio_text(rows[s][variant]) for s in ("4x", "8x") if variant in rows.get(s, {})))
         met = [ok for _, ok in bars(rows, variant) if ok is not None]
         cells.append(f"{sum(met)} of {len(met)}")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")

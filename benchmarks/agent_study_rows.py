@@ -7,6 +7,8 @@ per variant and setting its row (:func:`variant_row`), the paired differences be
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS
@@ -20,6 +22,17 @@ POLICY_METRICS = (("team_return", "team return", 3), ("final_accuracy", "final a
                   ("total_latency_s", "latency (s)", 1), ("total_upload_mb", "upload (MB)", 1),
                   ("total_download_mb", "download (MB)", 1))
 """The columns of the all-policies table: per-episode metric, heading, decimals."""
+
+
+def ratio_text(row: dict) -> str:
+    """A row's return ratio to the best fixed policy and its interval as text, ``1.16x [1.06, 1.28]``; ``no
+    ratio`` where the best fixed policy's mean return is not positive (the ratio is NaN then,
+    :func:`fedenv.evaluation.paired.ratio_of_means`), ``no interval`` where the bounds are NaN."""
+    if math.isnan(row["ratio"]):
+        return f"no ratio ({row['best_fixed']}'s return {row['best_fixed_return']:.3f} is not positive)"
+    if math.isnan(row["ratio_low"]):
+        return f"{row['ratio']:.2f}x [no interval]"
+    return f"{row['ratio']:.2f}x [{row['ratio_low']:.2f}, {row['ratio_high']:.2f}]"
 
 
 def signed_interval(value: float, low: float, high: float, digits: int = 3) -> str:

@@ -197,12 +197,37 @@ def test_a_variant_against_another_resamples_both_sides_runs():
         return [{"seed": seed, "checkpoint": f"run{r}", "team_return": value}
                 for r, values in enumerate(returns_by_run) for seed, value in zip((1, 2, 3), values)]
 
-    per_episode = {"short": runs([[2.0, 4.0, 6.0]]), "long": runs([[1.0, 3.0, 5.0], [3.0, 5.0, 7.0]])}
+    # short is 1.5 above the seeds' baseline, long's two runs 0 and 2 above it: short minus long is 1.5 - 1 =
+    # +0.5, and resampling long's runs gives 1.5 - 0 (1/4), 1.5 - 1 (1/2) or 1.5 - 2 (1/4): [-0.5, +1.5]
+    per_episode = {"short": runs([[2.5, 4.5, 6.5]]), "long": runs([[1.0, 3.0, 5.0], [3.0, 5.0, 7.0]])}
     [d] = agent_study_rows.variant_differences(per_episode, [("short", "long")], [1, 2, 3])
-    assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.0, -1.0, 1.0, "level"))
+    assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.5, -0.5, 1.5, "level"))
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
 
+
+
+def test_a_variant_rows_ratio_is_of_the_means_with_its_own_interval_and_none_to_a_negative_return():
+    def episodes(returns, checkpoint=None):
+        return [{"seed": seed, "checkpoint": checkpoint, "team_return": value}
+                for seed, value in zip((1, 2, 3), returns)]
+
+    # two runs at 1x and 2x the fixed policy on every seed: the difference of the means is 3 - 2 = +1, the
+    # ratio 1.5, and resampling the runs gives 1 (1/4), 1.5 (1/2) or 2 (1/4): [1, 2]
+    per_episode = {"fixed": episodes([1.0, 2.0, 3.0]),
+                   "v": episodes([1.0, 2.0, 3.0], "a") + episodes([2.0, 4.0, 6.0], "b")}
+    r = agent_study_rows.variant_row(per_episode, "v", ["fixed"], [], [1, 2, 3])
+    assert (r["best_fixed_return"], r["minus_fixed"]) == pytest.approx((2.0, 1.0))
+    assert (r["ratio"], r["ratio_low"], r["ratio_high"]) == pytest.approx((1.5, 1.0, 2.0))
+    assert agent_study_rows.ratio_text(r) == "1.50x [1.00, 2.00]"
+    # 1.2x a negative return is a worse return, not a transfer bar met: no ratio
+    per_episode = {"fixed": episodes([-0.5, -0.4, -0.6]), "v": episodes([-0.6, -0.48, -0.72], "a")}
+    r = agent_study_rows.variant_row(per_episode, "v", ["fixed"], [], [1, 2, 3])
+    assert r["minus_fixed"] == pytest.approx(-0.1) and r["minus_fixed_label"] == "worse"
+    assert math.isnan(r["ratio"]) and math.isnan(r["ratio_low"])
+    assert dict(agent_study_rows.bars({"4x": {"v": r}}, "v")) == {
+        "at 4x the clients: return at least 1.2x the best fixed policy's, interval above 1": False}
+    assert agent_study_rows.ratio_text(r) == "no ratio (fixed's return -0.500 is not positive)"
 
 
 def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of_each_metric():

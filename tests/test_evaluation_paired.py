@@ -115,6 +115,51 @@ def test_a_ratio_of_means_worked_by_hand_with_runs_resampled_as_whole_runs():
     assert paired_interval(1.2 * reference, reference, statistic="ratio") == pytest.approx((1.2, 1.2, 1.2))
 
 
+def test_a_ratio_is_of_the_means_not_the_mean_of_the_per_seed_ratios():
+    # reference 1 and 4, policy 2 and 4: the means 3 and 2.5 give 1.2 (the per-seed ratios 2 and 1 average 1.5)
+    assert paired_interval(np.array([2.0, 4.0]), np.array([1.0, 4.0]), statistic="ratio")[0] == pytest.approx(1.2)
+
+
+def test_a_ratio_to_a_reference_whose_mean_is_not_positive_has_no_value_or_no_interval():
+    # 1.2x a negative return is a worse return: no ratio and no interval
+    reference = np.array([-0.5, -0.4, -0.6])
+    assert all(math.isnan(x) for x in paired_interval(1.2 * reference, reference, statistic="ratio"))
+    # a positive mean (0.05) whose resamples reach 0 and below: the ratio 0.5 / 0.05, but no interval
+    ratio, low, high = paired_interval(np.full(4, 0.5), np.array([-1.0, 1.0, 0.1, 0.1]), statistic="ratio")
+    assert ratio == pytest.approx(10.0) and math.isnan(low) and math.isnan(high)
+
+
+def test_the_interval_of_one_run_is_scipys_bootstrap_of_the_per_seed_differences_on_the_same_seed():
+    # one run on each side: the resampled pairs are scipy's resamples of the differences themselves (the same
+    # generator draws the same indices), so a level or resample count other than the defaults would show
+    rng = np.random.default_rng(3)
+    values, reference = rng.normal(0.1, 1.0, 12), rng.normal(0.0, 1.0, 12)
+    direct = stats.bootstrap((values - reference,), np.mean, n_resamples=BOOTSTRAP_RESAMPLES,
+                             confidence_level=CONFIDENCE_LEVEL, method="percentile",
+                             rng=np.random.default_rng(BOOTSTRAP_SEED))
+    difference, low, high = paired_interval(values, reference)
+    assert difference == pytest.approx(np.mean(values - reference), abs=1e-12)
+    assert (low, high) == pytest.approx((direct.confidence_interval.low, direct.confidence_interval.high), rel=1e-12)
+    assert CONFIDENCE_LEVEL == 0.95
+
+
+def test_a_missing_or_repeated_seed_and_a_reference_of_several_runs_are_refused():
+    with pytest.raises(ValueError, match=r"ran seeds \[0, 1\], not the reference's \[0, 1, 2\]"):
+        paired_differences({"fedavg": episodes([1.0, 2.0, 3.0]), "random": episodes([1.0, 2.0])}, {"fedavg": "fedavg"})
+    with pytest.raises(ValueError, match="checkpoint None has seed 0 twice"):
+        paired_differences({"fedavg": episodes([1.0, 2.0]), "random": episodes([1.0, 2.0], seeds=[0, 0])},
+                           {"fedavg": "fedavg"})
+    two_runs = episodes([1.0, 2.0], checkpoint="a") + episodes([1.0, 2.0], checkpoint="b")
+    with pytest.raises(ValueError, match="reference 'fedavg' ran from 2 checkpoints"):
+        paired_differences({"fedavg": two_runs, "random": episodes([1.0, 2.0])}, {"fedavg": "fedavg"})
+
+
+def test_of_fixed_policies_with_equal_mean_returns_the_first_in_the_comparison_is_the_best():
+    per_episode = {"random": episodes([0.25, 0.25]), "oort": episodes([0.0, 0.5])}  # both means 0.25 exactly
+    assert reference_policies(per_episode, ["oort", "random"])["best_fixed"] == "random"
+    assert reference_policies(dict(reversed(per_episode.items())), ["oort", "random"])["best_fixed"] == "oort"
+
+
 def test_an_unknown_statistic_is_refused_naming_the_allowed_ones():
     with pytest.raises(ValueError, match="statistic='quotient' is not known; allowed: difference, ratio"):
         paired_interval(np.ones(3), np.ones(3), statistic="quotient")

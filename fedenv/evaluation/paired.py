@@ -17,6 +17,7 @@ plain mean with the interval of the same resampling (seeds, and whole runs), for
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -54,13 +55,14 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
             ``(R', S)`` for a reference from ``R'`` training runs (one learner variant against another).
         confidence_level: in (0, 1). n_resamples: bootstrap resamples, >= 1. seed: the resampling's seed.
         statistic: ``difference`` or ``ratio`` (:data:`STATISTICS`); a ratio reads as "x times" only
-            when the reference's mean is positive.
+            when the reference's mean is positive, so it is NaN where it is not (:func:`ratio_of_means`).
 
     Returns:
         ``(statistic, low, high)``: the difference (or ratio) of the means and the interval's bounds (percentile
         bootstrap, ``scipy.stats.bootstrap``): seeds resampled as pairs and, for a side with several runs,
         its runs resampled independently of the seeds and of the other side's, each as a whole. The bounds
-        are NaN with fewer than 2 seeds or a non-finite value.
+        are NaN with fewer than 2 seeds or a non-finite value, and for a ratio unless the reference's mean is
+        positive in every resample (a team return can be negative: it subtracts latency and traffic).
 
     Raises:
         ValueError: shapes that do not pair (the message gives them), a confidence level outside (0, 1), or
@@ -74,10 +76,17 @@ def paired_interval(values: np.ndarray, reference: np.ndarray, confidence_level:
         raise ValueError(f"values of shape {values.shape} and reference of shape {reference.shape} do not pair: "
                          "give (runs, seeds) and (seeds,) or (runs, seeds)")
     reference = np.atleast_2d(reference)
-    combine = np.subtract if statistic == "difference" else np.divide
+    combine = np.subtract if statistic == "difference" else ratio_of_means
     value = float(combine(values.mean(), reference.mean()))
     low, high = _bootstrap_interval((values, reference), combine, confidence_level, n_resamples, seed)
     return value, low, high
+
+
+def ratio_of_means(mean: np.ndarray, reference_mean: np.ndarray) -> np.ndarray:
+    """``mean / reference_mean`` elementwise where ``reference_mean > 0``, NaN elsewhere: "x times the
+    reference" has no meaning for a reference at or below 0 (a policy at 1.2x a negative return is worse)."""
+    positive = np.asarray(reference_mean) > 0
+    return np.where(positive, np.divide(mean, np.where(positive, reference_mean, 1.0)), np.nan)
 
 
 def mean_interval(values: np.ndarray, confidence_level: float = CONFIDENCE_LEVEL,
@@ -135,8 +144,11 @@ def _bootstrap_interval(sides: tuple[np.ndarray, ...], combine, confidence_level
         return combine(*(mean_of(side, seed_index, next(drawn) if len(side) > 1 else None) for side in sides))
 
     data = (np.arange(seeds), *(np.arange(len(side)) for side in resampled_runs))
-    result = stats.bootstrap(data, resampled, n_resamples=n_resamples, vectorized=True, paired=False,
-                             confidence_level=confidence_level, method="percentile", rng=np.random.default_rng(seed))
+    with warnings.catch_warnings():  # equal values give a zero-width interval, a NaN ratio NaN bounds: both meant
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        result = stats.bootstrap(data, resampled, n_resamples=n_resamples, vectorized=True, paired=False,
+                                 confidence_level=confidence_level, method="percentile",
+                                 rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
