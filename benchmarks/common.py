@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +33,7 @@ from fedenv.baselines import Policy, compared_policies, make_policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import EpisodeRecord, evaluate_policies, per_episode_metrics
+from fedenv.evaluation.paired import ratio_of_means
 from fedenv.fileio import atomic_write_json
 from fedenv.registry import DATASETS, POLICIES
 
@@ -199,8 +199,9 @@ def mean_of(episodes: list[dict], metric: str) -> float:
 
 
 def return_ratio(value: float, reference: float) -> float:
-    """``value / reference`` when ``reference > 0``, else NaN (module docstring)."""
-    return value / reference if reference > 0 else math.nan
+    """``value / reference`` when ``reference > 0``, else NaN (module docstring;
+    :func:`fedenv.evaluation.paired.ratio_of_means`, the rule of the study's intervals)."""
+    return float(ratio_of_means(value, reference))
 
 
 def best_fixed(per_episode: dict[str, list[dict]], fixed: list[str]) -> str:
