@@ -12,8 +12,13 @@ import math
 import numpy as np
 
 from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS
-from benchmarks.common import best_fixed
-from fedenv.evaluation.paired import interval_label, mean_interval, paired_interval, value_matrix
+from fedenv.evaluation.paired import (
+    best_by_mean_return,
+    interval_label,
+    mean_interval,
+    paired_interval,
+    value_matrix,
+)
 
 MARGIN_FLOOR = 0.0
 RATIO_TARGET = 1.2
@@ -51,7 +56,7 @@ def variant_row(per_episode: dict[str, list[dict]], variant: str, fixed: list[st
     for role, names in (("fixed", fixed), ("schedule", scheduled), ("reference", references)):
         if not names:
             continue
-        best = best_fixed(per_episode, names)
+        best = best_by_mean_return(per_episode, names)
         reference = value_matrix(per_episode[best], "team_return", seeds)[0]
         difference, low, high = paired_interval(values, reference)
         row.update({f"best_{role}": best, f"best_{role}_return": float(reference.mean()),

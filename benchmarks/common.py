@@ -33,7 +33,7 @@ from fedenv.baselines import Policy, compared_policies, make_policy
 from fedenv.config import EnvConfig
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation import EpisodeRecord, evaluate_policies, per_episode_metrics
-from fedenv.evaluation.paired import ratio_of_means
+from fedenv.evaluation.paired import best_by_mean_return, ratio_of_means
 from fedenv.fileio import atomic_write_json
 from fedenv.registry import DATASETS, POLICIES
 
@@ -204,15 +204,10 @@ def return_ratio(value: float, reference: float) -> float:
     return float(ratio_of_means(value, reference))
 
 
-def best_fixed(per_episode: dict[str, list[dict]], fixed: list[str]) -> str:
-    """The fixed policy with the highest mean team return."""
-    return max(fixed, key=lambda name: mean_of(per_episode[name], "team_return"))
-
-
 def compare_columns(per_episode: dict[str, list[dict]], learned: str, fixed: list[str]) -> dict:
     """Table columns of one setting: means of :data:`SUMMARY_METRICS` for ``learned``, FedAvg and the best
     fixed policy, the best fixed policy's name, and ``ratio`` (:func:`return_ratio` of the returns)."""
-    best = best_fixed(per_episode, fixed)
+    best = best_by_mean_return(per_episode, fixed)
     row = {}
     for prefix, name in (("learned", learned), ("fedavg", "fedavg"), ("best_fixed", best)):
         for metric in SUMMARY_METRICS:

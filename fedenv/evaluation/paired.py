@@ -167,9 +167,14 @@ def reference_policies(per_episode: Mapping[str, list[dict]], fixed: Iterable[st
     fixed = [name for name in per_episode if name in set(fixed)]
     references = {"fedavg": "fedavg"} if "fedavg" in per_episode else {}
     if fixed:
-        means = {name: float(np.mean([e["team_return"] for e in per_episode[name]])) for name in fixed}
-        references["best_fixed"] = max(fixed, key=lambda name: means[name])
+        references["best_fixed"] = best_by_mean_return(per_episode, fixed)
     return references
+
+
+def best_by_mean_return(per_episode: Mapping[str, list[dict]], names: Iterable[str]) -> str:
+    """The policy of ``names`` (at least one) with the highest mean team return over its episodes in
+    ``per_episode``; the first of equals, in the order of ``names``. Best in hindsight, which favours it."""
+    return max(names, key=lambda name: float(np.mean([e["team_return"] for e in per_episode[name]])))
 
 
 def value_matrix(episodes: list[dict], metric: str, seeds: list[int]) -> np.ndarray:
