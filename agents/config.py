@@ -177,9 +177,11 @@ class VDNConfig:
             default = VDNConfig()
             for name in DEMONSTRATION_OPTIONS:
                 if getattr(self, name) != getattr(default, name):
+                    flag_value = "none" if getattr(default, name) is None else repr(getattr(default, name))
                     raise ValueError(f"vdn {name}={getattr(self, name)!r} is read only with a demonstrator, and vdn "
                                      f"demonstrator is empty: set one, or leave {name} at its default "
-                                     f"{getattr(default, name)!r}")
+                                     f"{getattr(default, name)!r} (on the command line: --vdn-"
+                                     f"{name.replace('_', '-')} {flag_value})")
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values (``hidden`` and ``exploration_uploads`` as lists)."""

@@ -302,6 +302,9 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
                                              rf"demonstrator is empty: .* at its default {default!r}"):
             VDNConfig(**{name: 2.0}).validate()
         assert VDNConfig(demonstrator="stale-fastest", **{name: 2.0}).validate()
+    # the message gives the flag that undoes a config file's setting: the word none for an unset default
+    with pytest.raises(ValueError, match=r"\(on the command line: --vdn-demonstration-final-weight none\)$"):
+        VDNConfig(demonstration_final_weight=0.0).validate()
         # a file written before this refusal, where such a setting did nothing, loads with the default
         assert VDNConfig.from_dict({name: 2.0}).validate() == VDNConfig()
         assert getattr(VDNConfig.from_dict({name: 2.0, "demonstrator": "fastest"}), name) == 2.0
