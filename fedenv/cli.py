@@ -122,6 +122,16 @@ def _flag_type(hint):
     return optional
 
 
+def _unsettable(flag_type) -> bool:
+    """Whether a flag's ``type`` is :func:`_flag_type`'s parser of an optional field (it takes :data:`UNSET_WORD`)."""
+    return getattr(flag_type, "unsettable", False)
+
+
+def _default_text(default, unsettable: bool) -> str:
+    """The ``(default: ...)`` that ends a flag's help, saying that :data:`UNSET_WORD` unsets an optional one."""
+    return f"(default: {default}{f'; {UNSET_WORD} unsets it' if unsettable else ''})"
+
+
 def _given(value):
     """A parsed flag value as the field takes it: :data:`UNSET` becomes ``None``, lists become tuples."""
     return None if value is UNSET else tuple(value) if isinstance(value, list) else value
@@ -137,8 +147,7 @@ def field_help(f: dataclasses.Field, allowed=None, unsettable: bool = False) -> 
     text = f.metadata.get("help", "")
     if allowed is not None:
         text += f"{'; ' if text else ''}allowed: {', '.join(allowed)}"
-    unset = f"; {UNSET_WORD} unsets it" if unsettable else ""
-    return f"{text} (default: {default}{unset})".lstrip().replace("%", "%%")
+    return f"{text} {_default_text(default, unsettable)}".lstrip().replace("%", "%%")
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = "", skip=(), allowed=None) -> None:
@@ -164,7 +173,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
             kwargs.update(type=int, nargs="+")
         else:
             kwargs["type"] = _flag_type(hints[f.name])
-        kwargs["help"] = field_help(f, (allowed or {}).get(f.name), hasattr(kwargs.get("type"), "unsettable"))
+        kwargs["help"] = field_help(f, (allowed or {}).get(f.name), _unsettable(kwargs.get("type")))
         groups[title].add_argument("--" + prefix + f.name.replace("_", "-"), **kwargs)
 
 
@@ -215,8 +224,8 @@ def add_component_arguments(parser: argparse.ArgumentParser) -> None:
         hint = typing.get_type_hints(options_class(registry.get(name)))[f.name]
         kwargs = {"action": argparse.BooleanOptionalAction} if hint is bool else {"type": _flag_type(hint)}
         allowed = allowed_text(f)
-        unset = f"; {UNSET_WORD} unsets it" if hasattr(kwargs.get("type"), "unsettable") else ""
-        help_text = f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} (default: {f.default}{unset})"
+        help_text = (f"{f.metadata.get('help', '')}{'; ' + allowed if allowed else ''} "
+                     f"{_default_text(f.default, _unsettable(kwargs.get('type')))}")
         groups[kind, name].add_argument("--" + dest.replace("_", "-"), dest=dest, default=None,
                                         help=help_text.replace("%", "%%"), **kwargs)
 
@@ -356,7 +365,7 @@ def config_file_tokens(action: argparse.Action, value) -> list[str]:
             the key out gives).
     """
     flag = action.option_strings[0]
-    if value is None and hasattr(action.type, "unsettable"):
+    if value is None and _unsettable(action.type):
         return [flag, UNSET_WORD]
     if value is None:
         raise ValueError(f"no value (an empty entry or null); give {flag} a value or remove the key")
