@@ -21,6 +21,7 @@ from benchmarks.schedules import parse_grid
 from fedenv.baselines import LateRoundsPolicy, make_policy, policy_from_spec
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies, per_episode_metrics
+from fedenv.evaluation.paired import best_by_mean_return
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences
 from fedenv.fileio import atomic_write_json, json_text
 
@@ -257,7 +258,8 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)
     policies = policy_rows(per_episode, {"learned": variants, "fixed": study.fixed, "schedule": scheduled,
-                                         "reference": referenced}, seeds)
+                                         "reference": referenced}, seeds,
+                           best_fixed=best_by_mean_return(per_episode, study.fixed))
     return per_episode, rows, policies
 
 

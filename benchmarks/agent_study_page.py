@@ -63,12 +63,19 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
 
 def policy_table(setting: str, rows: list[dict]) -> list[str]:
     """The lines of one setting's all-policies table (:func:`benchmarks.agent_study_rows.policy_rows`), under a
-    heading line."""
+    heading line; with the rows' ratios to the best fixed policy (``policy_rows(..., best_fixed=...)``) in a
+    column after the team return."""
+    ratios = any("ratio" in r for r in rows)
+    headings = [h for _, h, _ in POLICY_METRICS]
+    if ratios:
+        headings.insert(1, f"ratio to best fixed ({rows[0]['best_fixed']})")
     lines = [f"**All policies, setting `{setting}`** ({SETTINGS[setting].description}):", "",
-             "| policy | kind | probing | runs x seeds | " + " | ".join(h for _, h, _ in POLICY_METRICS) + " |",
-             "|---|---|---|---|" + "---|" * len(POLICY_METRICS)]
+             "| policy | kind | probing | runs x seeds | " + " | ".join(headings) + " |",
+             "|---|---|---|---|" + "---|" * len(headings)]
     for r in rows:
         cells = [f"{r[m]:.{d}f} [{r[f'{m}_low']:.{d}f}, {r[f'{m}_high']:.{d}f}]" for m, _, d in POLICY_METRICS]
+        if ratios:
+            cells.insert(1, ratio_text(r))
         lines.append(f"| {r['policy']} | {r['kind']} | {r['probing']} | {r['runs']} x {r['seeds']} | "
                      + " | ".join(cells) + " |")
     return lines
@@ -124,7 +131,8 @@ def markdown(rows: dict[str, dict[str, dict]], command: str, commit: str, differ
                   f"schedules{' (and the reference policies)' if referenced else ''}, each in the probing mode it "
                   "played in; per episode (latency, upload and download "
                   "summed over its rounds), mean over training runs x held-out seeds with the 95 % bootstrap "
-                  "interval (over seeds and whole runs)."]
+                  "interval (over seeds and whole runs); the team return's ratio to the setting's best fixed "
+                  "policy is paired on the seeds, as the variants' are."]
     for setting, setting_rows in policies.items():
         lines += ["", *policy_table(setting, setting_rows)]
     return "\n".join(lines)

@@ -91,30 +91,42 @@ def probing_mode(episodes: list[dict]) -> str:
     return "mixed" if len(modes) > 1 else "probing" if modes == {True} else "no probing"
 
 
-def policy_rows(per_episode: dict[str, list[dict]], kinds: dict[str, list[str]], seeds: list[int]) -> list[dict]:
+def policy_rows(per_episode: dict[str, list[dict]], kinds: dict[str, list[str]], seeds: list[int],
+                best_fixed: str | None = None) -> list[dict]:
     """The all-policies table of one setting: one row per policy of ``kinds`` (``kind -> policy names``,
-    e.g. ``learned``, ``fixed``, ``schedule``; rows in that order), from the per-episode metrics already
-    evaluated.
+    e.g. ``learned``, ``fixed``, ``schedule``, ``reference``; rows in that order), from the per-episode metrics
+    already evaluated; with ``best_fixed`` (the setting's best fixed policy), each row's return ratio to it, so
+    that a reference rule (a demonstrator) or a schedule is read against the transfer bar as a variant is.
 
     Returns:
         Rows of ``kind``, ``policy``, ``probing`` (:func:`probing_mode`), ``runs``, ``seeds`` and, for each
         metric of :data:`POLICY_METRICS`, ``{metric}`` (the mean over runs x seeds, in the metric's unit),
         ``{metric}_low`` and ``{metric}_high`` (its 95 % bootstrap interval,
-        :func:`~fedenv.evaluation.paired.mean_interval`: seeds and whole runs resampled).
+        :func:`~fedenv.evaluation.paired.mean_interval`: seeds and whole runs resampled); with ``best_fixed``
+        also ``best_fixed``, ``best_fixed_return`` and ``ratio``, ``ratio_low``, ``ratio_high``: the ratio of
+        the mean team returns paired on the seeds (:func:`~fedenv.evaluation.paired.paired_interval`, as
+        :func:`variant_row`; read by :func:`ratio_text`).
 
     Raises:
-        ValueError: a policy that did not run, or a run that lacks one of ``seeds`` (the message names it).
+        ValueError: a policy (or ``best_fixed``) that did not run, or a run that lacks one of ``seeds`` (the
+            message names it).
     """
+    for name in [*(n for names in kinds.values() for n in names), *([best_fixed] if best_fixed else [])]:
+        if name not in per_episode:
+            raise ValueError(f"policy {name!r} did not run; ran: {', '.join(per_episode)}")
+    reference = value_matrix(per_episode[best_fixed], "team_return", seeds)[0] if best_fixed else None
     rows = []
     for kind, names in kinds.items():
         for name in names:
-            if name not in per_episode:
-                raise ValueError(f"policy {name!r} did not run; ran: {', '.join(per_episode)}")
             matrices = {metric: value_matrix(per_episode[name], metric, seeds) for metric, _, _ in POLICY_METRICS}
             row = {"kind": kind, "policy": name, "probing": probing_mode(per_episode[name]),
                    "runs": len(matrices["team_return"]), "seeds": len(seeds)}
             for metric, values in matrices.items():
                 row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = mean_interval(values)
+            if reference is not None:
+                ratio, low, high = paired_interval(matrices["team_return"], reference, statistic="ratio")
+                row.update({"best_fixed": best_fixed, "best_fixed_return": float(reference.mean()),
+                            "ratio": ratio, "ratio_low": low, "ratio_high": high})
             rows.append(row)
     return rows
 

@@ -275,6 +275,31 @@ def test_the_all_policies_table_holds_every_policy_with_the_mean_and_interval_of
         agent_study_rows.policy_rows(per_episode, {"fixed": ["oort"]}, [1, 2])
 
 
+def test_the_all_policies_table_gives_every_policy_its_ratio_to_the_best_fixed_policy():
+    def episodes(returns, checkpoint=None):
+        return [{"seed": seed, "checkpoint": checkpoint, "probing": False, "team_return": ret, "final_accuracy": 0.9,
+                 "total_latency_s": 1.0, "total_upload_mb": 1.0, "total_download_mb": 1.0}
+                for seed, ret in zip((1, 2), returns)]
+
+    per_episode = {"a": episodes([0.2, 0.4]), "c": episodes([0.1, 0.1]), "rule": episodes([0.3, 0.6])}
+    rows = agent_study_rows.policy_rows(per_episode, {"fixed": ["a", "c"], "reference": ["rule"]}, [1, 2],
+                                        best_fixed="a")
+    a, c, rule = ({k: r[k] for k in ("ratio", "ratio_low", "ratio_high")} for r in rows)
+    assert tuple(a.values()) == pytest.approx((1.0, 1.0, 1.0))
+    # the rule returns 1.5x a's on each seed, so in every resample
+    assert tuple(rule.values()) == pytest.approx((1.5, 1.5, 1.5))
+    # c's 0.1 over a's mean on the resampled seeds: 0.2 (1/4), 0.3 (1/2), 0.4 (1/4) -> 0.5, 1/3, 0.25
+    assert tuple(c.values()) == pytest.approx((1 / 3, 0.25, 0.5))
+    assert rows[0]["best_fixed_return"] == pytest.approx(0.3)
+    lines = agent_study_page.policy_table("8x", rows)
+    assert lines[2] == ("| policy | kind | probing | runs x seeds | team return | ratio to best fixed (a) | "
+                        "final accuracy | latency (s) | upload (MB) | download (MB) |")
+    assert lines[3] == "|---|---|---|---|---|---|---|---|---|---|"
+    assert lines[-1].startswith("| rule | reference | no probing | 1 x 2 | 0.450 [0.300, 0.600] | 1.50x [1.50, 1.50] |")
+    with pytest.raises(ValueError, match="policy 'oort' did not run"):
+        agent_study_rows.policy_rows(per_episode, {"fixed": ["a"]}, [1, 2], best_fixed="oort")
+
+
 def test_the_probing_mode_of_a_policy_is_read_from_its_episodes():
     assert agent_study_rows.probing_mode([{"probing": True}, {"probing": True}]) == "probing"
     assert agent_study_rows.probing_mode([{"probing": False}]) == "no probing"
