@@ -55,7 +55,8 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
     # --quick fine-tunes each run of the transfer variant for 1 episode at 4x, run i with seed i
     assert calls == [(Path(checkpoints[0]), four_x, 1, 0), (Path(checkpoints[1]), four_x, 1, 1)]
-    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
+    document = json.loads((tmp_path / "rows.json").read_text())
+    rows = document["rows"]
     for setting in ("trained", "4x"):
         episodes = {}
         groups = ("fixed", "schedules", "main-job", *(["main-job +ft1"] if setting == "4x" else []))
@@ -75,6 +76,14 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
             assert r["runs"] == 2 and r["seeds"] == 2
             assert {e["checkpoint"] for e in episodes[name]} == set(checkpoints)
         assert all(e["probing"] is False for e in episodes["schedule 1:1"])
+        # the all-policies rows: every policy's ratio to the best fixed policy; a variant's is its row's, runs and all
+        policies = {p["policy"]: p for p in document["policies"][setting]}
+        for name in learned:
+            assert policies[name]["best_fixed"] == best
+            assert [policies[name][k] for k in ("ratio", "ratio_low", "ratio_high")] == pytest.approx(
+                [rows[setting][name][k] for k in ("ratio", "ratio_low", "ratio_high")])
+        for name in [*fixed, "schedule 1:1"]:
+            assert policies[name]["ratio"] == pytest.approx(mean[name] / mean[best])
     tuned = rows["4x"]["main-job"]["ft_minus_zero_shot"]
     assert (tuned["variant"], tuned["reference"], tuned["episodes"]) == ("main-job +ft1", "main-job", 1)
     assert tuned["difference"] == pytest.approx(mean["main-job +ft1"] - mean["main-job"])
