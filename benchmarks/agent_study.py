@@ -55,13 +55,15 @@ trained and 4x under ``--quick``, no transfer variants) is refused.
 
 Under the bars, the page gives per setting an *all-policies* table
 (:func:`benchmarks.agent_study_rows.policy_rows`), read from the
-same per-episode results: one row per learner variant, fixed policy and schedule (in that order), with
+same per-episode results: one row per learner variant, fixed policy, schedule and reference policy (in that
+order), with
 the probing mode it played in, its runs x seeds, and its team return, final accuracy, latency (s),
 upload and download (MB), each the mean over runs x seeds with its 95 % bootstrap interval over seeds
 and whole runs (:func:`fedenv.evaluation.paired.mean_interval`), and its return ratio to the setting's best
-fixed policy, paired on the seeds as a variant's (so a ``--references`` rule, e.g. a demonstrator or a rule
-tuned on a transfer setting's validation seeds, is read against the transfer bar). ``OUT/rows.json`` holds these rows
-under ``policies``, beside the variants' rows and differences.
+fixed policy (chosen in hindsight, as for the variants), paired on the seeds as a variant's (so a
+``--references`` rule, e.g. a demonstrator or a rule tuned on a transfer setting's validation seeds, is read
+against the transfer bar). ``OUT/rows.json`` holds these rows under ``policies``, beside the variants' rows and
+differences.
 
     python train_agents.py --no-probing --seed S --run-dir runs/no-probing/seed_S     # S = 0..4, per variant
     python -m benchmarks.agent_study --runs main-job='runs/headline/seed_*/checkpoint.pt' \\
