@@ -27,7 +27,7 @@ from benchmarks.agent_study_page import PAGE, markers
 from benchmarks.pages import write_between_markers
 
 START, END = markers("index")
-SECTION_START = re.compile(r"<!-- learned-agent(?:-(?!index:)[\w-]+)?:start -->")
+SECTION_START = re.compile(r"<!-- learned-agent(?:-(?!index:)(?P<name>[\w-]+))?:start -->")
 COLUMNS = [("trained", "return", "return at K"), ("trained", "minus best fixed", "minus best fixed at K"),
            ("trained", "minus best schedule", "minus best schedule at K"),
            ("4x", "ratio to best fixed", "ratio to best fixed at 4x"),
@@ -41,9 +41,10 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def sections(text: str) -> list[tuple[str, str]]:
-    """``(heading, block)`` for each generated block of the page in order: the text between a section's start
-    marker and its end marker, under the last ``#`` or ``##`` heading above it.
+def sections(text: str) -> list[tuple[str, str, str]]:
+    """``(heading, name, block)`` for each generated block of the page in order: the text between a section's
+    start marker and its end marker, under the last ``#`` or ``##`` heading above it; ``name`` is the marker's
+    (``--section NAME`` of :mod:`benchmarks.agent_study`; empty for the first section's ``learned-agent``).
 
     Raises:
         ValueError: a start marker without its end marker (naming it).
@@ -55,7 +56,7 @@ def sections(text: str) -> list[tuple[str, str]]:
         if end < 0:
             raise ValueError(f"{match.group()} has no {end_marker} after it")
         headings = re.findall(r"^#{1,2} (.+)$", text[:match.start()], flags=re.MULTILINE)
-        found.append((headings[-1] if headings else "", text[match.end():end]))
+        found.append((headings[-1] if headings else "", match.group("name") or "", text[match.end():end]))
     return found
 
 
@@ -77,21 +78,25 @@ def main_table(block: str) -> list[dict[str, str]]:
 
 def index_table(text: str) -> str:
     """The index of page ``text``: one row per section and variant of its main table, in the page's order (the
-    section linked on its first row), the cells of :data:`COLUMNS` (empty where the section did not evaluate the
-    variant in that setting).
+    section linked on its first row, followed by its block's marker name where one heading holds several
+    generated blocks, e.g. one per task), the cells of :data:`COLUMNS` (empty where the section did not evaluate
+    the variant in that setting).
 
     Raises:
         ValueError: a section's start marker without its end marker.
     """
     lines = ["| section | variant | " + " | ".join(name for _, _, name in COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
-    for heading, block in sections(text):
+    found = sections(text)
+    shared = {heading for heading, _, _ in found if sum(h == heading for h, _, _ in found) > 1}
+    for heading, name, block in found:
         cells: dict[str, dict[str, str]] = {}
         for row in main_table(block):
             cells.setdefault(row["variant"], {}).update(
                 {name: row.get(column, "") for setting, column, name in COLUMNS if row["setting"] == setting})
         for i, (variant, by_column) in enumerate(cells.items()):
-            section = f"[{heading}](#{slug(heading)})" if i == 0 else ""  # named on its first row only
+            label = f" (`{name}`)" if heading in shared else ""
+            section = f"[{heading}](#{slug(heading)}){label}" if i == 0 else ""  # named on its first row only
             lines.append(f"| {section} | {variant} | " + " | ".join(by_column.get(name, "") for _, _, name in COLUMNS)
                          + " |")
     return "\n".join(lines)

@@ -309,6 +309,24 @@ def test_the_all_policies_table_gives_every_policy_its_ratio_to_the_best_fixed_p
         agent_study_rows.policy_rows(per_episode, {"fixed": ["a"]}, [1, 2], best_fixed="oort")
 
 
+def test_the_ratio_column_says_no_ratio_where_the_best_fixed_policy_returns_nothing_positive():
+    def episodes(returns, checkpoint=None):
+        return [{"seed": seed, "checkpoint": checkpoint, "probing": False, "team_return": ret, "final_accuracy": 0.9,
+                 "total_latency_s": 1.0, "total_upload_mb": 1.0, "total_download_mb": 1.0}
+                for seed, ret in zip((1, 2), returns)]
+
+    # the learned row comes first, so the heading must name the best fixed policy, not the first row's policy
+    per_episode = {"v": episodes([0.3, 0.5], "run0"), "a": episodes([-0.1, -0.3]), "b": episodes([-0.4, -0.4])}
+    rows = agent_study_rows.policy_rows(per_episode, {"learned": ["v"], "fixed": ["a", "b"]}, [1, 2],
+                                        best_fixed="a")
+    lines = agent_study_page.policy_table("trained", rows)
+    assert "| ratio to best fixed (a) |" in lines[2]
+    # a's mean return is -0.2: no policy's ratio to it means anything, the learned one's included
+    for line, policy in zip(lines[4:], ("v", "a", "b")):
+        assert line.startswith(f"| {policy} |")
+        assert line.split(" | ")[5] == "no ratio (a's return -0.200 is not positive)"
+
+
 def test_the_probing_mode_of_a_policy_is_read_from_its_episodes():
     assert agent_study_rows.probing_mode([{"probing": True}, {"probing": True}]) == "probing"
     assert agent_study_rows.probing_mode([{"probing": False}]) == "no probing"

@@ -46,8 +46,18 @@ def test_each_sections_variants_get_their_own_cells_and_blanks_where_a_setting_w
         "|  | b +ft10 |  |  |  |  | 1.14x [1.03, 1.25] |",  # the section named on its first row only
     ]
     # the index's own markers are not a section; the ablation table under the main one is not read
-    assert [heading for heading, _ in sections(PAGE_TEXT)] == ["The page", "Learning from `stale-fastest`'s "
-                                                               "demonstrations, with the server's estimates"]
+    assert [(heading, name) for heading, name, _ in sections(PAGE_TEXT)] == [
+        ("The page", ""), ("Learning from `stale-fastest`'s demonstrations, with the server's estimates", "demo")]
+
+
+def test_a_heading_with_several_blocks_names_each_blocks_marker():
+    second = PAGE_TEXT.split("## Learning")[1].split("\n", 1)[1].replace("learned-agent-demo:", "learned-agent-demo2:")
+    rows = index_table(PAGE_TEXT + second).splitlines()[2:]
+    heading = ("[Learning from `stale-fastest`'s demonstrations, with the server's estimates]"
+               "(#learning-from-stale-fastests-demonstrations-with-the-servers-estimates)")
+    assert rows[0].startswith("| [The page](#the-page) | a |")  # alone under its heading: no name
+    assert rows[1].startswith(f"| {heading} (`demo`) | b |") and rows[2].startswith("|  | b +ft10 |")
+    assert rows[3].startswith(f"| {heading} (`demo2`) | b |")
 
 
 def test_the_anchors_are_mysts():
