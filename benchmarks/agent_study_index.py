@@ -22,6 +22,7 @@ if not __package__:  # run as a file, python benchmarks/NAME.py: import this che
 
 import argparse
 import re
+from collections import Counter
 
 from benchmarks.agent_study_page import PAGE, markers
 from benchmarks.pages import write_between_markers
@@ -88,14 +89,14 @@ def index_table(text: str) -> str:
     lines = ["| section | variant | " + " | ".join(name for _, _, name in COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
     found = sections(text)
-    shared = {heading for heading, _, _ in found if sum(h == heading for h, _, _ in found) > 1}
-    for heading, name, block in found:
+    blocks_per_heading = Counter(heading for heading, _, _ in found)
+    for heading, section_name, block in found:
         cells: dict[str, dict[str, str]] = {}
         for row in main_table(block):
             cells.setdefault(row["variant"], {}).update(
                 {name: row.get(column, "") for setting, column, name in COLUMNS if row["setting"] == setting})
         for i, (variant, by_column) in enumerate(cells.items()):
-            label = f" (`{name}`)" if heading in shared else ""
+            label = f" (`{section_name}`)" if blocks_per_heading[heading] > 1 else ""
             section = f"[{heading}](#{slug(heading)}){label}" if i == 0 else ""  # named on its first row only
             lines.append(f"| {section} | {variant} | " + " | ".join(by_column.get(name, "") for _, _, name in COLUMNS)
                          + " |")
