@@ -6,7 +6,7 @@ import os
 import torch
 
 from benchmarks import gpu_check
-from benchmarks.bench_engine import Measured
+from benchmarks.bench_engine import TOLERANCE, Measured
 
 
 def test_compare_runs_calls_twice_and_compares_bit_for_bit():
@@ -37,11 +37,16 @@ def test_quick_cpu_run_reports_the_measured_ratio_and_a_real_determinism_check(m
 
 
 def test_quick_cpu_run_of_both_presets_trains_both_models_alike(capsys):
+    """The batched engine and the loop train the same weights: LeNet-5 within the benchmark's float32
+    tolerance; ResNet-18 within 1e-2, because on some CPUs (seen: an AMD EPYC, one thread) float32
+    convolutions round its batched and looped runs apart by about 1e-3 after a round, BatchNorm over small
+    batches amplifying the rounding. Its exact agreement is tested in float64 in
+    ``tests/test_presets.py::test_preset_models_train_batched_as_the_reference_loop``."""
     reports = gpu_check.main(["--device", "cpu", "--quick"])
     assert [r.preset for r in reports] == ["mnist-lenet", "fmnist-resnet18"]
-    for report in reports:
+    for report, bound in zip(reports, (TOLERANCE, 1e-2)):
         assert report.batched_s > 0 and report.loop_s > 0 and report.deterministic
-        assert report.difference < 1e-4  # the batched engine and the loop trained the same weights
+        assert report.difference < bound, report.preset
     assert "fmnist-resnet18: round batched" in capsys.readouterr().out
 
 

@@ -34,10 +34,14 @@ def inputs_for(model_name, n, rng):
 
 @pytest.mark.parametrize("model_name", ["resnet18", "vgg6", "lstm"])
 def test_preset_models_train_batched_as_the_reference_loop(model_name):
+    """In float64, so that the comparison does not rest on the CPU's float32 kernels: in float32 with one
+    thread, an AMD EPYC's convolutions round the batched and the looped ResNet-18 apart by 4e-5 after these
+    steps (BatchNorm over batches of 5 amplifies the rounding), while in float64 they agree to 1e-15."""
     rng = np.random.default_rng(0)
     x, classes = inputs_for(model_name, 36, rng)
+    x = x.double() if x.is_floating_point() else x
     y = torch.as_tensor(rng.integers(0, classes, 36))
-    model = build_model(model_name, tuple(x.shape[1:]), classes, seed=0)
+    model = build_model(model_name, tuple(x.shape[1:]), classes, seed=0).double()
     sizes = (8, 12, 16)
     clients = np.split(np.arange(36), np.cumsum(sizes)[:-1])
     drop_last = has_batchnorm(model)
@@ -52,18 +56,18 @@ def test_preset_models_train_batched_as_the_reference_loop(model_name):
     batched = train_batched(*args, buffers={n: b.clone() for n, b in buffers.items()})
     reference = train_reference(*args, buffers={n: b.clone() for n, b in buffers.items()})
     for name in params:
-        assert torch.allclose(batched.params[name], reference.params[name], atol=1e-5, rtol=0), name
+        assert torch.allclose(batched.params[name], reference.params[name], atol=1e-10, rtol=0), name
         assert not torch.equal(batched.params[name], params[name]), name
     assert set(batched.buffers) == set(buffers)
     for name in buffers:
-        assert torch.allclose(batched.buffers[name].double(), reference.buffers[name].double(), atol=1e-5), name
+        assert torch.allclose(batched.buffers[name].double(), reference.buffers[name].double(), atol=1e-10), name
     if drop_last:  # BatchNorm: only full batches, statistics updated once per batch
         assert batched.samples.tolist() == [5, 10, 15]
         assert batched.buffers["bn1.num_batches_tracked"].tolist() == [1, 2, 3]
         assert not torch.equal(batched.buffers["bn1.running_mean"][0], batched.buffers["bn1.running_mean"][1])
     else:
         assert batched.samples.tolist() == list(sizes)
-    assert torch.allclose(batched.loss_sum, reference.loss_sum, rtol=1e-5)
+    assert torch.allclose(batched.loss_sum, reference.loss_sum, rtol=1e-10)
 
 
 def bn_federation(sizes, batch_size=4):
