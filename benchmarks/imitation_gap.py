@@ -15,9 +15,9 @@ on the states the agent reached: DAgger's labelling, Ross et al., AISTATS 2011).
    the same round of the first setting (``trained``: the federation the agent was trained in), the rest of the
    state as reached. A group whose substitution brings a setting's uploads back to the first setting's is a shift
    that moves the agent; the first setting's own column is the control (replacing a group there breaks only its
-   correlation with the rest of the state). It is a permutation-importance test across settings (Breiman,
-   Machine Learning 45, 2001, Sec. 10), on the agent's greedy action alone: no episode is played with the
-   replaced features.
+   correlation with the rest of the state). It is a permutation-importance test across settings (the variable
+   importance of Breiman's random forests, Machine Learning 45, 2001), on the agent's greedy action alone: no
+   episode is played with the replaced features.
 
     python -m benchmarks.imitation_gap --runs 'runs/task100-np-val8-demo-k3/seed_*/best.pt' \\
         --reference stale-fastest:k=3 --settings trained 4x 8x --rounds 18-20    # docs/results/learned-agent.md
