@@ -40,7 +40,6 @@ import glob
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from agents.demonstrations import demonstrated_actions, make_demonstrator
 from agents.policy import GreedyPolicy
@@ -50,19 +49,20 @@ from benchmarks.agent_study_settings import SETTINGS, setting_config
 from fedenv.baselines.base import Policy
 from fedenv.env import ClientSelectionEnv
 from fedenv.evaluation.compare import policy_config
+from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.rollout import run_episode
 
 VALIDATION_SEEDS = tuple(range(500, 508))
 """The default seeds: ``train_agents.py``'s validation seeds of the studies, never the held-out ones (1000 and up)."""
+_HISTORY = ("probing_loss", "probe_latency_hist_", "upload_latency_hist_", "rounds_since_last_upload",
+            "slowest_probe_latency")
 FEATURE_GROUPS = {
-    "history": ("probing_loss", "probe_latency_hist_", "upload_latency_hist_", "rounds_since_last_upload",
-                "slowest_probe_latency"),
+    "history": _HISTORY,
     "global accuracy": ("global_accuracy",),
     "estimates and ranks": ("expected_round_latency", "expected_round_quantile", "probing_loss_quantile",
                             "probe_latency_quantile", "rounds_since_last_upload_quantile"),
     "data size": ("data_size",),
-    "history + global accuracy": ("probing_loss", "probe_latency_hist_", "upload_latency_hist_",
-                                  "rounds_since_last_upload", "slowest_probe_latency", "global_accuracy"),
+    "history + global accuracy": (*_HISTORY, "global_accuracy"),
     "all": ("",),
 }
 """Substitution groups: ``group -> feature-name prefixes`` (a feature is in a group when its name starts with one,
@@ -131,18 +131,22 @@ def play(agents: list[GreedyPolicy], reference: str, settings: list[str], seeds:
     """
     federation = shared_federation({"runs": agents})
     configs = {setting: setting_config(federation, setting, data_root) for setting in settings}
-    played = {}
-    with tqdm(total=len(settings) * len(agents) * len(seeds), desc="episodes", leave=False) as bar:
-        for setting, config in configs.items():
-            played[setting] = []
-            for run, agent in enumerate(agents):
-                env_config = policy_config(learner_config(config, agent), agent)
-                env, recorder = (ClientSelectionEnv(env_config),
-                                 LabelledPlay(agent, make_demonstrator(reference, env_config), run))
-                for seed in seeds:
-                    run_episode(env, recorder, seed)
-                    bar.update()
-                played[setting] += recorder.rounds
+    played, envs = {}, {}
+    bar = progress_bar(len(settings) * len(agents) * len(seeds), "imitation gap", "episode")
+    for setting, config in configs.items():
+        played[setting] = []
+        for run, agent in enumerate(agents):
+            env_config = policy_config(learner_config(config, agent), agent)
+            key = env_config.to_json()
+            if key not in envs:  # one env per configuration: the runs of a variant share it
+                envs[key] = ClientSelectionEnv(env_config)
+            env = envs[key]
+            recorder = LabelledPlay(agent, make_demonstrator(reference, env_config), run)
+            for seed in seeds:
+                run_episode(env, recorder, seed)
+                bar.update()
+            played[setting] += recorder.rounds
+    bar.close()
     return played
 
 
