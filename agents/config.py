@@ -88,6 +88,10 @@ class VDNConfig:
         "deepsets, from its own observation and a mean- and max-pooled embedding of the round's candidates "
         "(Zaheer et al. 2017), or attention, from a self-attention block over the round's candidates (Lee et "
         "al. 2019; agents/networks.py); for both, hidden gives the embedding width, then the head's")})
+    input_features: tuple[str, ...] = field(default=(), metadata={"help": (
+        "the observation features the Q-network reads, by name (the env's feature_names, e.g. round_fraction "
+        "expected_round_quantile); empty (the default): all of them. An ablation of the agent's inputs: the "
+        "environment, the replay buffer and the mixers' state keep the whole observation (agents/networks.py)")})
     mixer: str = field(default="vdn", metadata={"help": (
         "how the candidates' values combine into Q_tot: vdn, their sum (Sunehag et al. 2018; the default), "
         "or qmix, monotonic mixing conditioned on the round's pooled state (Rashid et al. 2018), or "
@@ -141,6 +145,8 @@ class VDNConfig:
         if self.exploration_uploads and (len(self.exploration_uploads) != 2 or min(self.exploration_uploads) < 0):
             raise ValueError(f"vdn exploration_uploads={self.exploration_uploads!r} must be empty (a fair coin) or "
                              "two integers K L >= 0 (K random uploads per round, all in the last L rounds)")
+        if len(set(self.input_features)) != len(self.input_features) or not all(self.input_features):
+            raise ValueError(f"vdn input_features={self.input_features!r} must be distinct, non-empty feature names")
         if not self.hidden or any(h < 1 for h in self.hidden):
             raise ValueError(f"vdn hidden={self.hidden!r} must be one or more positive layer widths")
         if self.learning_starts < 0:
@@ -184,7 +190,7 @@ class VDNConfig:
                                      f"{name.replace('_', '-')} {flag_value})")
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready values (``hidden`` and ``exploration_uploads`` as lists)."""
+        """Plain JSON-ready values (``hidden``, ``exploration_uploads`` and ``input_features`` as lists)."""
         out = dataclasses.asdict(self)
         return {name: list(value) if isinstance(value, tuple) else value for name, value in out.items()}
 

@@ -27,7 +27,9 @@ number of clients and candidates: the pool has the same size for every K. Acting
 candidate's argmax of its own ``Q_n``), so it works under every mixer of :mod:`agents.mixers`.
 
 A network is built by a factory registered in :data:`Q_NETWORKS`: ``factory(obs_dim, hidden) ->
-nn.Module`` (``VDNConfig.q_network``, ``VDNConfig.hidden``).
+nn.Module`` (``VDNConfig.q_network``, ``VDNConfig.hidden``). With ``VDNConfig.input_features`` it reads only
+those columns of each observation (:class:`InputSelection`, :func:`input_columns`): an ablation of the
+observation that leaves the environment, the replay buffer and the mixers' state as they are.
 """
 
 from __future__ import annotations
@@ -132,10 +134,48 @@ Q_NETWORKS.register("deepsets", DeepSetsQNetwork)
 Q_NETWORKS.register("attention", AttentionQNetwork)
 
 
-def build_q_network(name: str, obs_dim: int, hidden: Sequence[int]) -> nn.Module:
-    """The registered Q-network ``name`` for observations of size ``obs_dim``.
+class InputSelection(nn.Module):
+    """Feeds ``network`` only the observation columns ``columns``: ``(obs (..., K, d), candidate (..., K)) ->
+    network(obs[..., columns], candidate)``. The columns are a buffer left out of the state dict, so the weights
+    are ``network``'s own (under the prefix ``network.``)."""
+
+    def __init__(self, columns: Sequence[int], network: nn.Module):
+        super().__init__()
+        self.register_buffer("columns", torch.as_tensor(list(columns), dtype=torch.long), persistent=False)
+        self.network = network
+
+    def forward(self, obs: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        """``(..., K, d)``, ``(..., K)`` -> ``(..., K, 2)``."""
+        return self.network(obs.index_select(-1, self.columns), candidate)
+
+
+def input_columns(feature_names: Sequence[str], input_features: Sequence[str]) -> list[int] | None:
+    """The columns of the observation layout ``feature_names`` that the Q-network reads: those of
+    ``input_features`` in the layout's order, or None (every column) where ``input_features`` is empty.
 
     Raises:
-        ValueError: ``name`` is not registered (lists the registered names).
+        ValueError: a name of ``input_features`` that is not in the layout (names it and lists the layout's).
     """
-    return Q_NETWORKS.get(name)(obs_dim, hidden)
+    if not input_features:
+        return None
+    unknown = [name for name in input_features if name not in feature_names]
+    if unknown:
+        raise ValueError(f"vdn input_features {unknown} are not features of the observation; its features: "
+                         f"{', '.join(feature_names)}")
+    return [i for i, name in enumerate(feature_names) if name in set(input_features)]
+
+
+def build_q_network(name: str, obs_dim: int, hidden: Sequence[int], columns: Sequence[int] | None = None) -> nn.Module:
+    """The registered Q-network ``name`` for observations of size ``obs_dim``, reading only ``columns``
+    (:class:`InputSelection`; :func:`input_columns`) where given.
+
+    Raises:
+        ValueError: ``name`` is not registered (lists the registered names), or a column outside
+            ``[0, obs_dim)``.
+    """
+    factory = Q_NETWORKS.get(name)
+    if columns is None:
+        return factory(obs_dim, hidden)
+    if not columns or min(columns) < 0 or max(columns) >= obs_dim:
+        raise ValueError(f"Q-network input columns {list(columns)} must be one or more of 0..{obs_dim - 1}")
+    return InputSelection(columns, factory(len(columns), hidden))

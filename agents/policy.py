@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -9,6 +11,7 @@ from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.mixers import MIXERS, acts_jointly, greedy_actions
 from agents.networks import build_q_network
+from agents.vdn import q_network_columns
 from fedenv.baselines import Policy
 from fedenv.config import EnvConfig
 from fedenv.models.seeding import SeededDraws
@@ -19,28 +22,33 @@ def variant_name(vdn_config: VDNConfig, env_config: EnvConfig) -> str:
     lever that is on, joined by ``+``: its Q-network where not ``mlp`` (``deepsets``), ``context``
     (``observation_context``), ``normalised`` (``observation_normalised``), ``estimates``
     (``observation_estimates``), ``demonstrated`` (a ``demonstrator``), ``faded`` (its margin weight annealed,
-    ``demonstration_final_weight``), ``no-probing`` (``probing=False``), e.g. ``qmix+context+no-probing`` or
-    ``vdn+deepsets+no-probing``."""
+    ``demonstration_final_weight``), ``inputs=N`` (its Q-network reads N features, ``input_features``),
+    ``no-probing`` (``probing=False``), e.g. ``qmix+context+no-probing`` or ``vdn+deepsets+no-probing``."""
     demonstrated = bool(vdn_config.demonstrator)
     levers = [(vdn_config.q_network, vdn_config.q_network != "mlp"), ("context", env_config.observation_context),
               ("normalised", env_config.observation_normalised), ("estimates", env_config.observation_estimates),
               ("demonstrated", demonstrated),
               ("faded", demonstrated and vdn_config.demonstration_final_weight is not None),
+              (f"inputs={len(vdn_config.input_features)}", bool(vdn_config.input_features)),
               ("no-probing", not env_config.probing)]
     return "+".join([vdn_config.mixer, *(name for name, on in levers if on)])
 
 
-def acting_networks(vdn_config: VDNConfig, obs_dim: int, q_state: dict,
+def acting_networks(vdn_config: VDNConfig, feature_names: Sequence[str], q_state: dict,
                     mixer_state: dict | None) -> tuple[torch.nn.Module, torch.nn.Module | None]:
-    """CPU copies of what acting greedily needs: the Q-network with weights ``q_state``, and the mixer with
+    """CPU copies of what acting greedily needs, for observations of layout ``feature_names`` ``(d,)``: the
+    Q-network with weights ``q_state`` (reading the columns of ``vdn_config.input_features``), and the mixer with
     ``mixer_state`` where its greedy joint action is not each agent's argmax (``straggler``; otherwise None).
     Building them draws from no global generator.
 
     Raises:
-        ValueError: the mixer acts jointly and ``mixer_state`` is None (a checkpoint without its mixer).
+        ValueError: the mixer acts jointly and ``mixer_state`` is None (a checkpoint without its mixer), or an
+            input feature that is not in ``feature_names``.
     """
+    obs_dim = len(feature_names)
+    columns = q_network_columns(vdn_config, obs_dim, feature_names)
     with SeededDraws(0):  # the initial weights are overwritten below
-        q = build_q_network(vdn_config.q_network, obs_dim, vdn_config.hidden)
+        q = build_q_network(vdn_config.q_network, obs_dim, vdn_config.hidden, columns)
         mixer = MIXERS[vdn_config.mixer](obs_dim, vdn_config.mixing_embed_dim)
     q.load_state_dict({k: v.cpu() for k, v in q_state.items()})
     if not acts_jointly(mixer):
@@ -89,7 +97,7 @@ class GreedyPolicy(Policy):
                 :func:`acting_networks`.
         """
         document = load_checkpoint(path)
-        q, mixer = acting_networks(document["vdn_config"], len(document["feature_names"]), document["q_state"],
+        q, mixer = acting_networks(document["vdn_config"], document["feature_names"], document["q_state"],
                                    document.get("mixer_state"))
         return cls(q, document["feature_names"], document["env_config"],
                    variant_name(document["vdn_config"], document["env_config"]), mixer)

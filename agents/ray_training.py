@@ -169,7 +169,8 @@ class RolloutWorker(WorkerProcess):
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, seed: int, num_envs: int):
         self.vector = VectorClientSelectionEnv(env_config, num_envs, TRAINING_TEST_REPORTS)
         env = self.vector.envs[0]
-        self.actor = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed)
+        self.actor = VDNLearner(len(env.feature_names), vdn_config, env.device, seed=seed,
+                                feature_names=env.feature_names)
         self.seed = seed
 
     def play(self, episodes: list[int], weights: dict, schedule_episodes: int) -> tuple[list[EpisodeRollout], float]:

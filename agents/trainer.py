@@ -123,7 +123,8 @@ class Trainer:
         self.env = self.source.env
         self.vdn_config = vdn_config
         self.episodes, self.seed, self.schedule_episodes = int(episodes), int(seed), int(schedule_episodes)
-        self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed)
+        self.learner = VDNLearner(len(self.env.feature_names), vdn_config, self.env.device, seed=self.seed,
+                                  feature_names=self.env.feature_names)
         shape = (vdn_config.buffer_size, len(self.env.possible_agents), len(self.env.feature_names))
         self.buffer = (PrioritizedReplayBuffer(*shape, vdn_config.prioritized_replay_alpha,
                                                vdn_config.prioritized_replay_beta, vdn_config.prioritized_replay_eps)
@@ -317,8 +318,8 @@ class Trainer:
         less exploration).
 
         Raises:
-            ValueError: the checkpoint's observation layout, Q-network or hidden widths differ from this
-                run's (names the features, networks or widths that differ).
+            ValueError: the checkpoint's observation layout, Q-network, hidden widths or input features differ
+                from this run's (names the features, networks or widths that differ).
         """
         theirs, ours = list(document["feature_names"]), list(self.env.feature_names)
         if theirs != ours:
@@ -331,6 +332,10 @@ class Trainer:
         if tuple(document["vdn_config"].hidden) != tuple(self.vdn_config.hidden):
             raise ValueError(f"the checkpoint's Q-network has hidden widths {tuple(document['vdn_config'].hidden)}, "
                              f"this run {tuple(self.vdn_config.hidden)} (set --vdn-hidden to match)")
+        if tuple(document["vdn_config"].input_features) != tuple(self.vdn_config.input_features):
+            raise ValueError(f"the checkpoint's Q-network reads the features "
+                             f"{list(document['vdn_config'].input_features) or 'all'}, this run's "
+                             f"{list(self.vdn_config.input_features) or 'all'} (set --vdn-input-features to match)")
         self.learner.q.load_state_dict(document["q_state"])
         self.learner.target.load_state_dict(document["q_state"])
         if self.learner.mixer is not None and "mixer_state" in document and (
@@ -342,7 +347,7 @@ class Trainer:
     def greedy_policy(self) -> GreedyPolicy:
         """The current greedy policy (CPU copies of the Q-network and of a mixer that acts jointly,
         :func:`~agents.policy.acting_networks`; building it draws from no global generator)."""
-        q, mixer = acting_networks(self.vdn_config, self.learner.obs_dim, self.learner.q.state_dict(),
+        q, mixer = acting_networks(self.vdn_config, self.env.feature_names, self.learner.q.state_dict(),
                                    None if self.learner.mixer is None else self.learner.mixer.state_dict())
         return GreedyPolicy(q, self.env.feature_names, self.env.config, variant_name(self.vdn_config, self.env.config),
                             mixer)

@@ -21,6 +21,7 @@ FedMarl (arXiv 2201.02932) trains its client agents with VDN and one shared MLP.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +32,7 @@ from torch import nn
 from agents.config import VDNConfig
 from agents.demonstrations import margin_loss
 from agents.mixers import MIXERS, greedy_actions
-from agents.networks import build_q_network
+from agents.networks import build_q_network, input_columns
 from agents.replay import Batch
 from fedenv.models.seeding import SeededDraws
 
@@ -83,20 +84,43 @@ class UpdateLosses(NamedTuple):
     margin_weight: float
 
 
+def q_network_columns(config: VDNConfig, obs_dim: int, feature_names: Sequence[str] | None) -> list[int] | None:
+    """The observation columns the Q-network of ``config`` reads (:func:`agents.networks.input_columns`), None for
+    all of them.
+
+    Raises:
+        ValueError: ``config.input_features`` is set and ``feature_names`` is None, or names a feature that is not
+            in them; ``feature_names`` is not of length ``obs_dim``.
+    """
+    if feature_names is not None and len(feature_names) != obs_dim:
+        raise ValueError(f"{len(feature_names)} feature names for observations of size {obs_dim}")
+    if config.input_features and feature_names is None:
+        raise ValueError(f"vdn input_features={list(config.input_features)} needs the observation's feature names")
+    return input_columns(feature_names or (), config.input_features)
+
+
 class VDNLearner:
     """The online and target Q-networks, their optimiser and the TD update.
 
     Args:
         obs_dim: observation size d. config: hyperparameters. device: torch device.
         seed: seeds the network initialisation and the exploration generator.
+        feature_names: the observation layout ``(d,)``, needed where ``config.input_features`` is set (the
+            Q-network reads those columns, :func:`agents.networks.input_columns`).
+
+    Raises:
+        ValueError: a bad ``config`` (:meth:`VDNConfig.validate`), ``input_features`` without ``feature_names``
+            or not in them, or ``feature_names`` not of length ``obs_dim``.
     """
 
-    def __init__(self, obs_dim: int, config: VDNConfig, device: torch.device | str = "cpu", seed: int = 0):
+    def __init__(self, obs_dim: int, config: VDNConfig, device: torch.device | str = "cpu", seed: int = 0,
+                 feature_names: Sequence[str] | None = None):
         self.config = config.validate()
         self.device = torch.device(device)
         self.obs_dim = obs_dim
+        columns = q_network_columns(config, obs_dim, feature_names)
         with SeededDraws(seed):  # the weights of torch.manual_seed(seed); the global RNG is left alone
-            self.q = build_q_network(config.q_network, obs_dim, config.hidden).to(self.device)
+            self.q = build_q_network(config.q_network, obs_dim, config.hidden, columns).to(self.device)
         self.target = copy.deepcopy(self.q)
         with SeededDraws(seed + MIXER_SEED_OFFSET):  # its own stream: the Q-network is the same with any mixer
             self.mixer = MIXERS[config.mixer](obs_dim, config.mixing_embed_dim)

@@ -170,7 +170,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, prefix: str = 
         if hints[f.name] is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(hints[f.name]) is tuple:
-            kwargs.update(type=int, nargs="+")
+            kwargs.update(type=typing.get_args(hints[f.name])[0], nargs="+")
         else:
             kwargs["type"] = _flag_type(hints[f.name])
         kwargs["help"] = field_help(f, (allowed or {}).get(f.name), _unsettable(kwargs.get("type")))

@@ -17,7 +17,8 @@ import numpy as np
 
 def plain_value(name: str, value, hint):
     """``value`` as the plain Python type of ``hint``: ``int``, ``float``, ``bool``, ``str``,
-    ``tuple[int, ...]``, ``dict[str, ...]`` (numpy scalar values made plain), or one of them ``| None``.
+    ``tuple[int, ...]``, ``tuple[str, ...]``, ``dict[str, ...]`` (numpy scalar values made plain), or one of them
+    ``| None``.
 
     Raises:
         ValueError: ``value`` is not of that type (names ``name``, the value and the type expected);
@@ -32,9 +33,10 @@ def plain_value(name: str, value, hint):
     if typing.get_origin(hint) is dict:
         return plain_mapping(name, value)
     if typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
         if not isinstance(value, (tuple, list, np.ndarray)):
-            raise ValueError(f"{name}={value!r} must be a sequence of integers")
-        return tuple(plain_value(name, v, int) for v in value)
+            raise ValueError(f"{name}={value!r} must be a sequence of {'integers' if item is int else 'strings'}")
+        return tuple(plain_value(name, v, item) for v in value)
     is_bool = isinstance(value, (bool, np.bool_))
     if hint is bool and is_bool:
         return bool(value)

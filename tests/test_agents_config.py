@@ -1,3 +1,4 @@
+import argparse
 import dataclasses
 import json
 import math
@@ -7,7 +8,7 @@ import pytest
 
 import train_agents
 from agents.config import VDNConfig
-from fedenv.cli import dataclass_from_args
+from fedenv.cli import add_dataclass_arguments, dataclass_from_args
 from fedenv.config import EnvConfig
 from fedenv.fileio import json_text
 from tests.helpers import strict_json_loads
@@ -35,7 +36,7 @@ def test_fields_use_the_sb3_names_and_every_field_has_help():
                                                 "mixing_embed_dim", "prioritized_replay", "prioritized_replay_alpha",
                                                 "prioritized_replay_beta", "prioritized_replay_eps",
                                                 "exploration_uploads", "demonstrator", "demonstration_margin",
-                                                "demonstration_weight", "demonstration_final_weight"}
+                                                "demonstration_weight", "demonstration_final_weight", "input_features"}
     for name, f in fields.items():
         assert len(f.metadata.get("help", "")) > 20, name
     assert "n_steps" in fields["n_step"].metadata["help"]  # says why it is not SB3's n_steps
@@ -98,3 +99,16 @@ def test_wrong_types_raise_value_error_naming_the_field(name, value):
 def test_validate_names_the_field_and_what_is_allowed(name, value, allowed):
     with pytest.raises(ValueError, match=f"vdn {name}=.*{allowed}"):
         VDNConfig(**{name: value}).validate()
+
+
+def test_input_features_are_distinct_names_and_read_from_the_command_line():
+    with pytest.raises(ValueError, match=r"input_features=.*must be distinct, non-empty feature names"):
+        VDNConfig(input_features=("round_fraction", "round_fraction")).validate()
+    with pytest.raises(ValueError, match="must be a sequence of strings"):
+        VDNConfig(input_features="round_fraction")
+    parser = argparse.ArgumentParser()
+    add_dataclass_arguments(parser, VDNConfig, prefix="vdn-")
+    args = parser.parse_args(["--vdn-input-features", "round_fraction", "data_size"])
+    config = dataclass_from_args(VDNConfig, args, prefix="vdn-")
+    assert config.input_features == ("round_fraction", "data_size")
+    assert VDNConfig.from_dict(config.to_dict()) == config

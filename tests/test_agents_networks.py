@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents.config import VDNConfig
-from agents.networks import Q_NETWORKS, DeepSetsQNetwork, build_q_network
+from agents.networks import Q_NETWORKS, DeepSetsQNetwork, build_q_network, input_columns
 from agents.trainer import Trainer
 from tests.helpers import tiny_config
 
@@ -124,3 +124,30 @@ def test_fine_tuning_refuses_a_checkpoint_of_another_network():
     tuned = Trainer(tiny_config(), VDNConfig(), episodes=1)
     with pytest.raises(ValueError, match="Q-network is 'deepsets', this run's 'mlp'"):
         tuned.initialise_from(document)
+
+
+@pytest.mark.parametrize("name", list(Q_NETWORKS))
+def test_a_network_on_selected_inputs_is_the_plain_network_on_those_columns(name):
+    columns = [0, 2]
+    torch.manual_seed(0)
+    selected = build_q_network(name, D, (8, 8), columns)
+    plain = build_q_network(name, len(columns), (8, 8))
+    plain.load_state_dict({key.removeprefix("network."): value for key, value in selected.state_dict().items()})
+    obs, candidate = inputs()
+    expected = plain(obs[..., columns], candidate)
+    assert torch.allclose(selected(obs, candidate), expected)
+    changed = obs.clone()
+    changed[..., 1] = torch.rand(changed[..., 1].shape)  # the column it does not read
+    assert torch.allclose(selected(changed, candidate), expected)
+    assert all(key.startswith("network.") for key in selected.state_dict())  # the columns are not weights
+
+
+def test_input_columns_follow_the_layout_and_name_what_is_not_in_it():
+    layout = ["probing_loss", "data_size", "round_fraction", "global_accuracy"]
+    assert input_columns(layout, ()) is None
+    assert input_columns(layout, ("round_fraction", "probing_loss")) == [0, 2]
+    with pytest.raises(ValueError, match=r"\['round_index'\] are not features of the observation; its features: "
+                                         r"probing_loss, data_size, round_fraction, global_accuracy"):
+        input_columns(layout, ("round_fraction", "round_index"))
+    with pytest.raises(ValueError, match=r"columns \[1, 3\] must be one or more of 0..2"):
+        build_q_network("mlp", 3, (8,), [1, 3])

@@ -243,3 +243,30 @@ def test_fine_tuning_names_a_layout_or_width_that_differs(tmp_path):
     wider = VDNConfig(**{**LEARNING.to_dict(), "hidden": (32,)})
     with pytest.raises(ValueError, match=r"hidden widths \(16,\), this run \(32,\)"):
         train_vdn(SHORT, wider, episodes=1, progress=False, init_from=tmp_path / CHECKPOINT_NAME)
+
+
+def test_a_q_network_on_selected_features_trains_saves_and_acts_on_those_features_only(tmp_path):
+    features = ("round_fraction", "data_size")
+    config = VDNConfig(**{**LEARNING.to_dict(), "input_features": features})
+    trainer, _ = train_vdn(SHORT, config, episodes=3, run_dir=tmp_path, progress=False)
+    names = list(trainer.env.feature_names)
+    first_layer = trainer.learner.q.state_dict()["network.net.0.weight"]
+    assert first_layer.shape == (16, len(features))
+    policy = GreedyPolicy.from_checkpoint(tmp_path / CHECKPOINT_NAME)
+    assert policy.variant.split("+")[1] == "inputs=2"
+    obs = {f"client_{i}": {"observation": np.random.default_rng(i).random(len(names)).astype(np.float32),
+                           "action_mask": np.array([1, 1], dtype=np.int8)} for i in range(3)}
+    # the same action whatever the features it does not read; the learner's own values decide it
+    kept = [names.index(f) for f in features]
+    for agent, o in obs.items():
+        scrambled = {a: dict(v) for a, v in obs.items()}
+        other = np.full(len(names), 7.0, dtype=np.float32)
+        other[kept] = o["observation"][kept]
+        scrambled[agent]["observation"] = other
+        values = trainer.learner.q(torch.as_tensor(o["observation"])[None, None], torch.ones(1, 1))[0, 0]
+        assert policy.act(scrambled, {})[agent] == policy.act(obs, {})[agent] == int(values.argmax())
+    with pytest.raises(ValueError, match=r"reads the features \['round_fraction', 'data_size'\], this run's all"):
+        train_vdn(SHORT, LEARNING, episodes=1, progress=False, init_from=tmp_path / CHECKPOINT_NAME)
+    unknown = VDNConfig(**{**LEARNING.to_dict(), "input_features": ("round_index",)})
+    with pytest.raises(ValueError, match=r"\['round_index'\] are not features of the observation"):
+        train_vdn(SHORT, unknown, episodes=1, progress=False)
