@@ -100,7 +100,7 @@ from benchmarks.agent_study_groups import (
     shared_federation,
 )
 from benchmarks.agent_study_page import PAGE, README, markdown, write_pages
-from benchmarks.agent_study_rows import variant_differences
+from benchmarks.agent_study_rows import setting_differences
 from benchmarks.agent_study_settings import SETTINGS, TRANSFER_SETTINGS, setting_config
 from benchmarks.common import EVAL_SEED_BASE, QUICK_FEDERATION, QUICK_FIXED, checkpoint_path, train_agent
 from benchmarks.pages import git_commit
@@ -191,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", nargs="+", default=[], metavar="NAME=GLOB",
                         help="a learner variant and its checkpoints (one per training seed), pooled as one policy")
     parser.add_argument("--compare", nargs="+", default=[], metavar="A:B",
-                        help="also report variant A minus variant B in the trained setting (e.g. fewer episodes "
-                             "against the main job's)")
+                        help="also report variant A minus variant B in each setting where both were evaluated "
+                             "(the trained setting; a transfer setting when both are --transfer-variants), e.g. "
+                             "fewer episodes against the main job's")
     parser.add_argument("--transfer-variants", nargs="*", default=None, metavar="NAME",
                         help="the variants evaluated in the transfer settings (default: every variant; the flag "
                              "alone: none)")
@@ -414,8 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     differences: list[dict] = []
     for setting in study.settings:
         per_episode, rows[setting], policies[setting] = evaluate_setting(study, setting, out)
-        if setting == "trained":
-            differences = variant_differences(per_episode, pairs, study.seeds)
+        differences += setting_differences(setting, per_episode, pairs, study.seeds)
     command = command_line(args)
     commit = git_commit()  # before anything is written, which would make the tree dirty
     block = markdown(rows, command, commit, differences, policies)

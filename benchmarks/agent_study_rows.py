@@ -82,6 +82,14 @@ def variant_differences(per_episode: dict[str, list[dict]], pairs: list[tuple[st
     return out
 
 
+def setting_differences(setting: str, per_episode: dict[str, list[dict]], pairs: list[tuple[str, str]],
+                        seeds: list[int]) -> list[dict]:
+    """:func:`variant_differences` in one setting for the pairs whose two variants were both evaluated there
+    (in a transfer setting only the ``--transfer-variants`` are), each difference tagged ``setting``."""
+    evaluated = [(a, b) for a, b in pairs if a in per_episode and b in per_episode]
+    return [{"setting": setting, **d} for d in variant_differences(per_episode, evaluated, seeds)]
+
+
 def probing_mode(episodes: list[dict]) -> str:
     """How a policy's episodes played: ``probing`` (every episode with a probing epoch), ``no probing``
     (none), ``mixed``, or ``not recorded`` when an episode lacks the field."""

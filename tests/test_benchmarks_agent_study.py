@@ -211,6 +211,15 @@ def test_a_variant_against_another_resamples_both_sides_runs():
     per_episode = {"short": runs([[2.5, 4.5, 6.5]]), "long": runs([[1.0, 3.0, 5.0], [3.0, 5.0, 7.0]])}
     [d] = agent_study_rows.variant_differences(per_episode, [("short", "long")], [1, 2, 3])
     assert (d["difference"], d["low"], d["high"], d["label"]) == pytest.approx((0.5, -0.5, 1.5, "level"))
+    # per setting: a pair is compared where both variants were evaluated (a transfer setting holds only the
+    # transfer variants), each difference tagged with its setting
+    [d4] = agent_study_rows.setting_differences("4x", per_episode, [("short", "long")], [1, 2, 3])
+    assert d4 == {"setting": "4x", **d}
+    assert agent_study_rows.setting_differences("8x", {"short": per_episode["short"]}, [("short", "long")],
+                                                [1, 2, 3]) == []
+    block = agent_study_page.markdown({}, "cmd", "abc", [{"setting": "trained", **d}, d4], {})
+    assert "| trained | short | long | +0.500 [-0.500, +1.500] level |" in block
+    assert "| 4x | short | long | +0.500 [-0.500, +1.500] level |" in block
     with pytest.raises(ValueError, match="'short:lng' is not A:B with variants of --runs"):
         agent_study.parse_pairs(["short:lng"], ["short", "long"])
 
