@@ -171,8 +171,9 @@ def fine_tune_bars(setting: str, variant: str, tuned: dict, scratch: dict | None
     Returns:
         ``(description, met)``: fine-tuned minus zero-shot not worse (its interval's upper bound >= 0); and,
         where the zero-shot variant trails the scratch one (an interval below 0), fine-tuned minus zero-shot
-        better (interval above 0); met where it does not trail (no gap to close); None (not measured)
-        without a scratch variant or an interval.
+        better (interval above 0); met where it does not trail (no gap to close); without a scratch variant
+        or an interval, met where fine-tuned minus zero-shot is better (it holds whether or not the zero-shot
+        variant trails), else None (not measured).
     """
     name = tuned["variant"]
     at = SETTINGS[setting].at
@@ -180,8 +181,13 @@ def fine_tune_bars(setting: str, variant: str, tuned: dict, scratch: dict | None
             bool(tuned["high"] >= 0))]
     if scratch is None or scratch["label"] is None:
         why = f"no --scratch {setting}:NAME=GLOB" if scratch is None else "no interval"
-        out.append((f"{at}: {name} better than {variant} where {variant} trails an agent "
-                    f"trained there from scratch: not measured ({why})", None))
+        if tuned["low"] > 0:
+            out.append((f"{at}: {name} better than {variant} "
+                        f"({signed_interval(tuned['difference'], tuned['low'], tuned['high'])}), so better "
+                        f"wherever {variant} trails an agent trained there from scratch ({why})", True))
+        else:
+            out.append((f"{at}: {name} better than {variant} where {variant} trails an agent "
+                        f"trained there from scratch: not measured ({why})", None))
     elif scratch["label"] == "worse":
         out.append((f"{at}: {variant} trails {scratch['reference']} (trained there from "
                     f"scratch; {signed_interval(scratch['difference'], scratch['low'], scratch['high'])} worse), so "

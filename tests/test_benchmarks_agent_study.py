@@ -371,9 +371,16 @@ def test_the_fine_tuning_bar_is_not_worse_and_better_where_zero_shot_trails_scra
     assert states(level, trails) == [True, False]
     assert states(worse, keeps_up) == [False, True]  # no gap to close: the second half holds
     assert states(level, {**trails, "low": float("nan"), "high": float("nan"), "label": None}) == [True, None]
-    [(first, _), (second, _)] = agent_study_rows.fine_tune_bars("8x", "v", better, None)
+    # without a scratch agent, fine-tuning that is better than none holds whether zero-shot trails or not
+    assert states(better, None) == [True, True]
+    assert states(above_zero_barely, None) == [True, None]
+    assert states(better, {**trails, "low": float("nan"), "high": float("nan"), "label": None}) == [True, True]
+    [(first, _), (second, _)] = agent_study_rows.fine_tune_bars("8x", "v", level, None)
     assert first == "at 8x the clients: v +ft10 minus v not worse (interval's upper bound >= 0)"
     assert second.endswith("not measured (no --scratch 8x:NAME=GLOB)")
+    [_, (second, _)] = agent_study_rows.fine_tune_bars("8x", "v", better, None)
+    assert second == ("at 8x the clients: v +ft10 better than v (+0.030 [+0.010, +0.050]), so better wherever v "
+                      "trails an agent trained there from scratch (no --scratch 8x:NAME=GLOB)")
     [_, (second, _)] = agent_study_rows.fine_tune_bars("4x", "v", better, trails)
     assert "v trails s (trained there from scratch; -0.050 [-0.080, -0.020] worse)" in second
 
@@ -414,6 +421,13 @@ def test_the_fine_tuning_table_gives_each_difference_and_says_when_scratch_is_no
                          "|---|---|---|---|", "| a +ft10 | a | +0.012 [-0.004, +0.030] level | not measured |", "",
                          "No agent trained from scratch at `8x` (`--scratch 8x:NAME=GLOB`): the bar's second half "
                          "(fine-tuned better than zero-shot where zero-shot trails scratch) is not measured."]
+    by_variant["b"] = {"ft_minus_zero_shot": {**difference("b +ft10", "b", 0.02, 0.001, 0.04, "better"),
+                                              "episodes": 10}}
+    assert agent_study_page.fine_tune_table("8x", by_variant)[-1] == (
+        "No agent trained from scratch at `8x` (`--scratch 8x:NAME=GLOB`): the bar's second half (fine-tuned better "
+        "than zero-shot where zero-shot trails scratch) is not measured, except for b +ft10: better than zero-shot, "
+        "it meets that half whether or not zero-shot trails scratch.")
+    del by_variant["b"]["ft_minus_zero_shot"]
     by_variant["a"]["zero_shot_minus_scratch"] = difference("a", "s", -0.1, -0.2, -0.05, "worse")
     lines = agent_study_page.fine_tune_table("8x", by_variant)
     assert lines[4:] == ["| a +ft10 | a | +0.012 [-0.004, +0.030] level | -0.100 [-0.200, -0.050] worse (s) |"]
