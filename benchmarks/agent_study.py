@@ -16,8 +16,9 @@ The learned-agent bars (docs/results/learned-agent.md), measured for each learne
 4. **fine-tuning** (with ``--fine-tune-episodes N``; FedMarl, Sec. 5, Table 3: 10 episodes): in each transfer
    setting, ``VARIANT +ftN`` minus the zero-shot variant not worse (the interval's upper bound >= 0), and better
    (the interval above 0) where the zero-shot variant trails a variant trained there from scratch
-   (``--scratch``; zero-shot minus scratch "worse"); without a scratch variant that half is not measured,
-   and where zero-shot does not trail, it holds (no gap to close). Both differences are paired on the
+   (``--scratch``; zero-shot minus scratch "worse"); where zero-shot does not trail, it holds (no gap to
+   close); without a scratch variant that half is not measured, unless fine-tuned minus zero-shot is better,
+   which meets it either way. Both differences are paired on the
    seeds with both sides' runs resampled (:func:`benchmarks.agent_study_rows.variant_differences`).
 
 The settings (:data:`benchmarks.agent_study_settings.SETTINGS`) are named transformations of the training
