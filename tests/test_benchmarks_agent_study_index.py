@@ -32,18 +32,24 @@ intro
 | trained | b | 0.492 | 0.001 | +0.068 [+0.050, +0.084] better | 1.16x [1.12, 1.20] | +0.043 [+0.013, +0.076] better |
 | 8x | b | 0.299 | 0.005 | +0.041 [+0.015, +0.069] better | 1.16x [1.06, 1.28] | +0.047 [+0.010, +0.084] better |
 | 8x | b +ft10 | 0.294 | 0.006 | +0.036 [+0.009, +0.061] better | 1.14x [1.03, 1.25] | +0.041 [-0.001, +0.085] level |
+| epochs-1 | b | 0.440 | 0.003 | +0.062 [+0.050, +0.074] better | 1.17x [1.13, 1.20] | +0.052 [+0.026, +0.081] better |
+| lenet5 | b | 0.413 | 0.034 | -0.020 [-0.077, +0.035] level | 0.95x [0.83, 1.09] | -0.042 [-0.081, -0.002] worse |
+| lenet5 | b +ft10 | 0.420 | 0.030 | -0.013 [-0.070, +0.040] level | 0.97x [0.85, 1.10] | +0.004 [0, 0.1] level |
 <!-- learned-agent-demo:end -->
 """
 
 
 def test_each_sections_variants_get_their_own_cells_and_blanks_where_a_setting_was_not_evaluated():
-    assert index_table(PAGE_TEXT).splitlines()[2:] == [
+    lines = index_table(PAGE_TEXT).splitlines()
+    assert lines[0].endswith("| ratio to best fixed at 8x | ratio to best fixed in other settings |")
+    assert lines[2:] == [
         "| [The page](#the-page) | a | 0.450 | +0.025 [+0.007, +0.043] better | +0.000 [-0.024, +0.026] level "
-        "| 1.00x [0.89, 1.12] |  |",
+        "| 1.00x [0.89, 1.12] |  |  |",
         "| [Learning from `stale-fastest`'s demonstrations, with the server's estimates]"
         "(#learning-from-stale-fastests-demonstrations-with-the-servers-estimates) | b | 0.492 | "
-        "+0.068 [+0.050, +0.084] better | +0.043 [+0.013, +0.076] better |  | 1.16x [1.06, 1.28] |",
-        "|  | b +ft10 |  |  |  |  | 1.14x [1.03, 1.25] |",  # the section named on its first row only
+        "+0.068 [+0.050, +0.084] better | +0.043 [+0.013, +0.076] better |  | 1.16x [1.06, 1.28] "
+        "| epochs-1 1.17x [1.13, 1.20]; lenet5 0.95x [0.83, 1.09] |",  # the other settings in the table's order
+        "|  | b +ft10 |  |  |  |  | 1.14x [1.03, 1.25] | lenet5 0.97x [0.85, 1.10] |",  # named on its first row only
     ]
     # the index's own markers are not a section; the ablation table under the main one is not read
     assert [(heading, name) for heading, name, _ in sections(PAGE_TEXT)] == [
