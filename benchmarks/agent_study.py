@@ -344,13 +344,17 @@ def held_out_seeds(args: argparse.Namespace) -> list[int]:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The command the page says generated it (``--settings`` where it is not the default; under ``--quick``
-    the same options, ``--quick`` in place of ``--runs``; ``--data-root DIR``, the reader's folder)."""
+    """The command the page says generated it (``--settings``, ``--episodes`` and ``--grid`` where they are not the
+    default; under ``--quick`` the same options, ``--quick`` in place of ``--runs``; ``--data-root DIR``, the
+    reader's folder)."""
     chosen = args.settings != default_settings(args.data_root)
+    defaults = build_parser()
     references = [" ".join(["--references", *args.references])] if args.references else []
     val_seeds = ([" ".join(["--fine-tune-val-seeds", *map(str, args.fine_tune_val_seeds)])]
                  if args.fine_tune_val_seeds is not None else [])
     options = [*([f"--settings {' '.join(args.settings)}"] if chosen else []),
+               *([f"--episodes {args.episodes}"] if args.episodes != defaults.get_default("episodes") else []),
+               *([f"--grid {args.grid}"] if args.grid != defaults.get_default("grid") else []),
                *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
                *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),

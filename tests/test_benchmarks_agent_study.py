@@ -646,6 +646,10 @@ def test_the_generated_command_names_settings_other_than_the_default_also_under_
     chosen = parser.parse_args([*base, "--settings", "trained", "8x"])
     assert agent_study.command_line(chosen) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
                                                "--settings trained 8x --out results/x")
+    # the held-out seeds and the schedules' grid change every number: named where they are not the default
+    grid = parser.parse_args([*base, "--settings", "trained", "--episodes", "12", "--grid", "1:3,2:3"])
+    assert agent_study.command_line(grid) == ("python -m benchmarks.agent_study --runs v=runs/v/seed_*/best.pt "
+                                             "--settings trained --episodes 12 --grid 1:3,2:3 --out results/x")
     quick = parser.parse_args(["--quick", "--settings", "trained", "--transfer-variants", "--section", "s",
                                "--no-readme", "--out", "results/q"])
     assert agent_study.command_line(quick) == ("python -m benchmarks.agent_study --quick --transfer-variants "
