@@ -88,9 +88,10 @@ def as_stored(value):
 def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
     """The per-episode metrics ``path`` holds if an earlier run wrote them under the same ``key``, else
     ``evaluate()``'s, written there atomically with the key (a file under a different key, evaluated for
-    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed).
-    Both are returned :func:`as_stored` (a metric that is not a number, e.g. ``rounds_to_fedavg`` without
-    FedAvg in the group, is None), so a group read back equals the group evaluated."""
+    another configuration, seeds, checkpoints or fine-tuning, is replaced, and the replacement printed); a line
+    names the group before it is evaluated, and the evaluation shows its progress on stderr. Both are returned
+    :func:`as_stored` (a metric that is not a number, e.g. ``rounds_to_fedavg`` without FedAvg in the group,
+    is None), so a group read back equals the group evaluated."""
     key = as_stored(key)
     replaced = False
     if path.exists():
@@ -98,6 +99,7 @@ def cached_group(path: Path, key: dict, evaluate: Callable[[], dict[str, list[di
         if document["key"] == key:
             return document["per_episode"]
         replaced = True
+    print(f"evaluating {path.parent.name}/{path.stem}", flush=True)
     per_episode = as_stored(evaluate())
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"key": key, "per_episode": per_episode})
@@ -112,7 +114,7 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [p.name for p in policies],
            "checkpoints": checkpoints}
     return cached_group(path, key, lambda: per_episode_metrics(evaluate_policies(
-        config, policies, seeds, progress=False, probing=probing, checkpoints=checkpoints)))
+        config, policies, seeds, progress=True, probing=probing, checkpoints=checkpoints)))
 
 
 def fine_tuned_name(variant: str, episodes: int, validated: bool = False) -> str:
@@ -147,15 +149,15 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
            "checkpoints": checkpoints, "fine_tune": tuning}
 
     def evaluate() -> dict[str, list[dict]]:
-        if val_seeds is None:
-            chosen = [(fine_tune(Path(c), config, episodes, seed), None) for c, seed in zip(checkpoints, tune_seeds)]
-        else:
-            chosen = [fine_tune_validated(Path(c), config, episodes, seed, val_seeds)
-                      for c, seed in zip(checkpoints, tune_seeds)]
+        chosen = []
+        for index, (checkpoint, seed) in enumerate(zip(checkpoints, tune_seeds), start=1):
+            print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {episodes} episodes", flush=True)
+            chosen.append((fine_tune(Path(checkpoint), config, episodes, seed), None) if val_seeds is None
+                          else fine_tune_validated(Path(checkpoint), config, episodes, seed, val_seeds))
         for policy, _ in chosen:
             policy.name = name
         per_episode = per_episode_metrics(evaluate_policies(config, [policy for policy, _ in chosen], seeds,
-                                                            progress=False, probing=None, checkpoints=checkpoints))
+                                                            progress=True, probing=None, checkpoints=checkpoints))
         if val_seeds is not None:
             kept = {checkpoint: fine_tuned for checkpoint, (_, fine_tuned) in zip(checkpoints, chosen)}
             for episode in per_episode[name]:

@@ -52,6 +52,10 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
     assert agent_study.main(["--quick", "--out", str(tmp_path)]) == 0
     checkpoints = [str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)]
+    first = capsys.readouterr()  # each group named before it is evaluated, its progress on stderr (no terminal)
+    assert "evaluating trained/fixed\n" in first.out and "evaluating 4x/main-job +ft1\n" in first.out
+    assert f"fine-tuning run 2/2 ({checkpoints[1]}) for 1 episodes\n" in first.out
+    assert re.search(r"^evaluate: 6/6 episodes", first.err, re.MULTILINE)  # 3 fixed policies x 2 seeds
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
     # --quick fine-tunes each run of the transfer variant for 1 episode at 4x, run i with seed i
     assert calls == [(Path(checkpoints[0]), four_x, 1, 0), (Path(checkpoints[1]), four_x, 1, 1)]
@@ -102,6 +106,7 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     cached = (tmp_path / "trained" / "fixed.json").read_text()
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "trained"]) == 0
     assert (tmp_path / "trained" / "fixed.json").read_text() == cached  # reused, not evaluated again
+    assert "evaluating trained/fixed" not in capsys.readouterr().out
     calls.clear()
     capsys.readouterr()
     assert agent_study.main(["--quick", "--out", str(tmp_path), "--settings", "4x"]) == 0
