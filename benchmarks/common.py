@@ -182,9 +182,9 @@ def evaluate_records(config: EnvConfig, learned: list[Policy], fixed: list[str],
                      seeds: list[int]) -> dict[str, list[EpisodeRecord]]:
     """Episodes of the ``fixed`` policies (each in its own probing mode, as ``evaluate.py``) and of the
     ``learned`` ones (in ``config``'s probing mode, the mode they were trained in), on the same seeds."""
-    records = evaluate_policies(config, [make_policy(name) for name in fixed], seeds, progress=False)
+    records = evaluate_policies(config, [make_policy(name) for name in fixed], seeds, progress=True)
     if learned:
-        records.update(evaluate_policies(config, learned, seeds, progress=False, probing=config.probing))
+        records.update(evaluate_policies(config, learned, seeds, progress=True, probing=config.probing))
     return records
 
 

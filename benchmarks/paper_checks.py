@@ -245,7 +245,7 @@ def evaluate(config: EnvConfig, policies: list, seeds: list[int]) -> dict[str, l
     records = {}
     for policy in policies:
         started = time.perf_counter()
-        records.update(evaluate_policies(config, [policy], seeds, progress=False))
+        records.update(evaluate_policies(config, [policy], seeds, progress=True))
         print(f"{policy.name}: {len(seeds)} seeds in {time.perf_counter() - started:.0f} s", flush=True)
     return records
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     seeds = list(range(EVAL_SEED_BASE, EVAL_SEED_BASE + (1 if args.quick else args.episodes)))
     policies = [make_policy("fedavg"), *schedules]
-    per_episode = per_episode_metrics(evaluate_policies(config.validate(), policies, seeds, progress=False,
+    per_episode = per_episode_metrics(evaluate_policies(config.validate(), policies, seeds, progress=True,
                                                         probing=True if args.probing else None))
     write_study(Path(args.out), schedule_rows(per_episode), per_episode,
                 ["policy", *SUMMARY_METRICS, "latency_gain", "upload_gain"])
