@@ -48,7 +48,10 @@ Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of th
 the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. With
 ``--fine-tune-val-seeds S ...`` a run's fine-tuned weights are kept only where they beat its zero-shot weights
 on those validation seeds of the setting (one greedy episode each;
-:func:`benchmarks.common.fine_tune_validated`), and the variant is named ``VARIANT +ftN-val``. A scratch
+:func:`benchmarks.common.fine_tune_validated`), and the variant is named ``VARIANT +ftN-val``. With
+``--fine-tune-initial-eps E`` exploration is re-annealed in fine-tuning, from ``E`` to the run's final epsilon over
+its exploration fraction of the ``N`` episodes (without it epsilon stays at the final one), and the variant is
+named ``VARIANT +ftN-epsE`` (``-val`` appended with validation seeds). A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
 evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than
@@ -88,6 +91,7 @@ if not __package__:  # run as a file, python benchmarks/NAME.py: import this che
 import argparse
 import glob
 
+from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
 from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_SEED_BASE, training_seed
@@ -206,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="keep a run's fine-tuned weights only if they beat its zero-shot weights on these "
                              "validation seeds of the setting (one greedy episode each; below 10000 and apart from "
                              "the held-out seeds), and name the variant 'VARIANT +ftN-val' (default: keep them)")
+    parser.add_argument("--fine-tune-initial-eps", type=float, default=None, metavar="E",
+                        help="re-anneal exploration in fine-tuning: epsilon starts at E and falls to each run's final "
+                             "epsilon over its exploration fraction of the fine-tuning episodes; the variant is "
+                             "named 'VARIANT +ftN-epsE' (default: no re-annealing, epsilon stays at the final one)")
     parser.add_argument("--scratch", nargs="+", default=[], metavar="SETTING:NAME=GLOB",
                         help="a variant trained from scratch in a transfer setting's federation (e.g. 4x:scratch-4x="
                              "'runs/4x/seed_*/checkpoint.pt'), evaluated in that setting only: the reference of the "
@@ -296,11 +304,14 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
     federation = shared_federation(learned)
     episodes = 1 if args.quick else args.fine_tune_episodes
-    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None)
+    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None, args.fine_tune_initial_eps)
              for name in transferred} if episodes else {}
     clashes = sorted(set(tuned.values()) & set(runs))
     if clashes:
-        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN or +ftN-val)")
+        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN, with -epsE "
+                         "and -val where set)")
+    if episodes and args.fine_tune_initial_eps is not None:
+        check_initial_eps(args.fine_tune_initial_eps, {name: runs[name] for name in transferred})
     scratch = parse_scratch(args.scratch)
     fixed = list(QUICK_FIXED) if args.quick else list(compared_policies())
     check_references(args.references, fixed, federation.num_rounds)
@@ -313,7 +324,23 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
     return Study(runs, learned, federation, transferred, episodes, args.fine_tune_val_seeds, tuned, scratch,
-                 fixed, QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references))
+                 fixed, QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references),
+                 args.fine_tune_initial_eps)
+
+
+def check_initial_eps(initial_eps: float, runs: dict[str, list[str]]) -> None:
+    """Refuse ``--fine-tune-initial-eps`` below the final epsilon of a transfer variant's run (fine-tuning would
+    then explore less than the run did at its end), before anything is evaluated.
+
+    Raises:
+        ValueError: naming the variant, the checkpoint and its final epsilon.
+    """
+    for name, paths in runs.items():
+        for path in paths:
+            final = load_checkpoint(path)["vdn_config"].exploration_final_eps
+            if initial_eps < final:
+                raise ValueError(f"--fine-tune-initial-eps={initial_eps:g} is below the final epsilon {final:g} of "
+                                 f"{name}'s run {path}: re-annealing starts at or above it")
 
 
 def check_references(references: list[str], fixed: list[str], num_rounds: int) -> None:
@@ -356,6 +383,8 @@ def command_line(args: argparse.Namespace) -> str:
                *([f"--episodes {args.episodes}"] if args.episodes != defaults.get_default("episodes") else []),
                *([f"--grid {args.grid}"] if args.grid != defaults.get_default("grid") else []),
                *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
+               *([f"--fine-tune-initial-eps {args.fine_tune_initial_eps:g}"]
+                 if args.fine_tune_initial_eps is not None else []),
                *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
                *references,
@@ -368,6 +397,24 @@ def command_line(args: argparse.Namespace) -> str:
     return "python -m benchmarks.agent_study " + " ".join(
         [*variants, *options, *([f"--section {args.section}"] if args.section else []),
          *(["--no-readme"] if args.no_readme else []), f"--out {args.out}"])
+
+
+def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (a usage error naming the value) a negative ``--fine-tune-episodes``, bad ``--fine-tune-val-seeds``
+    (:func:`check_fine_tune_val_seeds`), ``--fine-tune-initial-eps`` without fine-tuning or outside (0, 1], and
+    held-out seeds that would reach the fine-tuning episodes' seeds."""
+    if args.fine_tune_episodes < 0:
+        parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
+    if args.fine_tune_val_seeds is not None:
+        check_fine_tune_val_seeds(parser, args)
+    if args.fine_tune_initial_eps is not None:
+        if not (args.fine_tune_episodes or args.quick):
+            parser.error("--fine-tune-initial-eps without --fine-tune-episodes: nothing is fine-tuned")
+        if not 0 < args.fine_tune_initial_eps <= 1:
+            parser.error(f"--fine-tune-initial-eps={args.fine_tune_initial_eps:g} must lie in (0, 1]")
+    if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
+        parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
+                     f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")
 
 
 def check_fine_tune_val_seeds(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -399,13 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--readme-variants with --no-readme: no README table is written")
     if args.episodes < 2:
         parser.error(f"--episodes={args.episodes} must be >= 2 (an interval needs two seeds)")
-    if args.fine_tune_episodes < 0:
-        parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
-    if args.fine_tune_val_seeds is not None:
-        check_fine_tune_val_seeds(parser, args)
-    if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
-        parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
-                     f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")
+    check_fine_tune_options(parser, args)
     try:
         study = load_study(args, out)
         pairs = parse_pairs(args.compare, list(study.runs))

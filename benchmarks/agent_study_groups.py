@@ -117,11 +117,13 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
         config, policies, seeds, progress=True, probing=probing, checkpoints=checkpoints)))
 
 
-def fine_tuned_name(variant: str, episodes: int, validated: bool = False) -> str:
-    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``, or
-    ``VARIANT +ftN-val`` when the fine-tuned weights are kept only if they beat the zero-shot ones on
-    validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
-    return f"{variant} +ft{episodes}" + ("-val" if validated else "")
+def fine_tuned_name(variant: str, episodes: int, validated: bool = False, initial_eps: float | None = None) -> str:
+    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``;
+    ``VARIANT +ftN-epsE`` when exploration is re-annealed from epsilon ``E`` (``initial_eps``,
+    :func:`benchmarks.common.fine_tune`); with ``-val`` appended when the fine-tuned weights are kept only if they
+    beat the zero-shot ones on validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
+    return (f"{variant} +ft{episodes}" + ("" if initial_eps is None else f"-eps{initial_eps:g}")
+            + ("-val" if validated else ""))
 
 
 def fine_tune_seed(run_index: int) -> int:
@@ -133,18 +135,20 @@ def fine_tune_seed(run_index: int) -> int:
 
 
 def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
-                     seeds: list[int], val_seeds: list[int] | None = None) -> dict[str, list[dict]]:
-    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in
-    ``config`` (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's
-    fine-tuning, Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3; with ``val_seeds``,
-    :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not
-    beat them there) and pooled under ``name``, on ``seeds``; each episode records the checkpoint its run
-    started from and, with ``val_seeds``, whether that run kept its fine-tuned weights (``kept_fine_tuned``).
-    Read from ``path`` when an earlier run fine-tuned the same checkpoints for as many episodes with the same
-    seeds (and validation seeds) in the same configuration (no fine-tuning then), else fine-tuned, evaluated
-    and written there (:func:`cached_group`)."""
+                     seeds: list[int], val_seeds: list[int] | None = None,
+                     initial_eps: float | None = None) -> dict[str, list[dict]]:
+    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in ``config``
+    (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's fine-tuning, Zhang et
+    al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3; with ``val_seeds``,
+    :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not beat
+    them there; with ``initial_eps``, exploration re-annealed from that epsilon) and pooled under ``name``, on
+    ``seeds``; each episode records the checkpoint its run started from and, with ``val_seeds``, whether that run
+    kept its fine-tuned weights (``kept_fine_tuned``). Read from ``path`` when an earlier run fine-tuned the same
+    checkpoints for as many episodes with the same seeds (and validation seeds and initial epsilon) in the same
+    configuration (no fine-tuning then), else fine-tuned, evaluated and written there (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
-    tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds})}
+    tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds}),
+              **({} if initial_eps is None else {"initial_eps": initial_eps})}
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
            "checkpoints": checkpoints, "fine_tune": tuning}
 
@@ -152,8 +156,9 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
         chosen = []
         for index, (checkpoint, seed) in enumerate(zip(checkpoints, tune_seeds), start=1):
             print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {episodes} episodes", flush=True)
-            chosen.append((fine_tune(Path(checkpoint), config, episodes, seed), None) if val_seeds is None
-                          else fine_tune_validated(Path(checkpoint), config, episodes, seed, val_seeds))
+            start = Path(checkpoint)
+            chosen.append((fine_tune(start, config, episodes, seed, initial_eps=initial_eps), None) if val_seeds is None
+                          else fine_tune_validated(start, config, episodes, seed, val_seeds, initial_eps=initial_eps))
         for policy, _ in chosen:
             policy.name = name
         per_episode = per_episode_metrics(evaluate_policies(config, [policy for policy, _ in chosen], seeds,
@@ -183,7 +188,8 @@ class Study:
     fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
     held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
     :func:`benchmarks.agent_study_settings.setting_config`), and the reference policies outside the bars
-    (``references``: registered names, :func:`reference_policies`)."""
+    (``references``: registered names, :func:`reference_policies`), and the epsilon the fine-tuning re-anneals
+    exploration from (None: it stays at each run's final epsilon)."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
@@ -198,6 +204,7 @@ class Study:
     settings: list[str]
     configs: dict[str, EnvConfig]
     references: list[str] = dataclasses.field(default_factory=list)
+    fine_tune_initial_eps: float | None = None
 
 
 def reference_policies(items: list[str], num_rounds: int) -> list:
@@ -250,12 +257,13 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         if name in tuned:
             per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
                                                 study.runs[name], study.fine_tune_episodes, seeds,
-                                                study.fine_tune_val_seeds))
+                                                study.fine_tune_val_seeds, study.fine_tune_initial_eps))
             variants.append(tuned[name])
     rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds, referenced) for name in variants}
     for name, tuned_name in tuned.items():
         [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
         rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes,
+                                            "initial_eps": study.fine_tune_initial_eps,
                                             **kept_runs(per_episode[tuned_name])}
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)

@@ -41,11 +41,13 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
     if not tuned:
         return []
     episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
+    initial_eps = next(iter(tuned.values()))["ft_minus_zero_shot"].get("initial_eps")
+    reannealed = "" if initial_eps is None else f", exploration re-annealed from epsilon {initial_eps:g}"
     validated = (", its fine-tuned weights kept only where they beat its zero-shot weights on validation seeds "
                  "there" if any("runs" in r["ft_minus_zero_shot"] for r in tuned.values()) else "")
     lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting].description}; "
              f"each run fine-tuned there for {episodes} episode{'' if episodes == 1 else 's'}"
-             f"{validated}; team "
+             f"{reannealed}{validated}; team "
              "return, paired on the seeds, both sides' runs resampled):", "",
              "| fine-tuned | zero-shot | fine-tuned minus zero-shot | zero-shot minus scratch |", "|---|---|---|---|"]
     for variant, r in tuned.items():

@@ -126,22 +126,32 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
     return trainer.greedy_policy()
 
 
-def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> GreedyPolicy:
+def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
+              initial_eps: float | None = None) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
     A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
     (:meth:`~agents.trainer.Trainer.initialise_from`: online and target network);
     exploration starts at the checkpoint's final epsilon (the policy is already trained; with a demonstrator, the
-    margin term at its final weight, ``demonstration_final_weight`` where set) and gradient
+    margin term at its final weight, ``demonstration_final_weight`` where set), or, with ``initial_eps``, is
+    re-annealed: epsilon starts there and falls linearly to the final epsilon over the checkpoint's
+    ``exploration_fraction`` of the ``episodes`` (a training run's schedule,
+    :func:`agents.rollout.exploration_epsilon`; with a demonstrator an exploring candidate plays the
+    demonstrator's action in the new setting). Gradient
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
     run (FedMarl's 10 episodes) trains at all.
 
     Raises:
-        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s.
+        ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s; ``initial_eps``
+            outside [the checkpoint's final epsilon, 1].
     """
     document = load_checkpoint(checkpoint)
     vdn = document["vdn_config"]
-    vdn = dataclasses.replace(vdn, exploration_initial_eps=vdn.exploration_final_eps, learning_starts=config.num_rounds)
+    if initial_eps is not None and not vdn.exploration_final_eps <= initial_eps <= 1:
+        raise ValueError(f"initial_eps={initial_eps!r} must lie in [{vdn.exploration_final_eps}, 1]: from the final "
+                         f"epsilon of {checkpoint} (no re-annealing) to 1 (exploring every action)")
+    start = vdn.exploration_final_eps if initial_eps is None else initial_eps
+    vdn = dataclasses.replace(vdn, exploration_initial_eps=start, learning_starts=config.num_rounds)
     if vdn.demonstration_final_weight is not None:  # the margin term's weight at its schedule's end, as epsilon
         vdn = dataclasses.replace(vdn, demonstration_weight=vdn.demonstration_final_weight)
     trainer = Trainer(config, vdn, episodes, seed)
@@ -151,8 +161,8 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int) -> 
     return trainer.greedy_policy()
 
 
-def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
-                        val_seeds: list[int]) -> tuple[GreedyPolicy, bool]:
+def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed: int, val_seeds: list[int],
+                        initial_eps: float | None = None) -> tuple[GreedyPolicy, bool]:
     """:func:`fine_tune`, keeping the fine-tuned weights only where they do better than the checkpoint's on
     ``val_seeds``: both greedy policies play one episode per validation seed in ``config``
     (:func:`agents.validation.validate`), and the checkpoint's policy is returned unless the fine-tuned one's
@@ -166,7 +176,8 @@ def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed
         ValueError: as :func:`fine_tune`; bad ``val_seeds`` (:func:`agents.validation.check_validation_seeds`).
     """
     val_seeds = check_validation_seeds(val_seeds)
-    zero_shot, tuned = GreedyPolicy.from_checkpoint(checkpoint), fine_tune(checkpoint, config, episodes, seed)
+    zero_shot = GreedyPolicy.from_checkpoint(checkpoint)
+    tuned = fine_tune(checkpoint, config, episodes, seed, initial_eps)
     env = ClientSelectionEnv(config, report_test_accuracy=TRAINING_TEST_REPORTS)
     zero_shot_return = validate(zero_shot, env, val_seeds).team_return
     kept = validate(tuned, env, val_seeds).team_return > zero_shot_return

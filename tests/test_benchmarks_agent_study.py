@@ -45,8 +45,8 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
     calls = []
 
-    def spy(checkpoint, config, episodes, seed):
-        calls.append((checkpoint, config, episodes, seed))
+    def spy(checkpoint, config, episodes, seed, initial_eps=None):
+        calls.append((checkpoint, config, episodes, seed, initial_eps))
         return common.fine_tune(checkpoint, config, episodes, seed)
 
     monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
@@ -58,7 +58,7 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     assert re.search(r"^evaluate: 6/6 episodes", first.err, re.MULTILINE)  # 3 fixed policies x 2 seeds
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
     # --quick fine-tunes each run of the transfer variant for 1 episode at 4x, run i with seed i
-    assert calls == [(Path(checkpoints[0]), four_x, 1, 0), (Path(checkpoints[1]), four_x, 1, 1)]
+    assert calls == [(Path(checkpoints[0]), four_x, 1, 0, None), (Path(checkpoints[1]), four_x, 1, 1, None)]
     document = json.loads((tmp_path / "rows.json").read_text())
     rows = document["rows"]
     for setting in ("trained", "4x"):
@@ -483,11 +483,11 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
 
     calls = []
 
-    def fake_fine_tune(checkpoint, config, episodes, seed):  # a fixed policy stands in for the fine-tuned run
-        calls.append((str(checkpoint), episodes, seed))
+    def fake_fine_tune(checkpoint, config, episodes, seed, initial_eps=None):  # a fixed policy stands in for it
+        calls.append((str(checkpoint), episodes, seed) + (() if initial_eps is None else (initial_eps,)))
         return make_policy("fastest")
 
-    def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds):
+    def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds, initial_eps=None):
         calls.append((str(checkpoint), episodes, seed, val_seeds))
         return make_policy("fastest"), checkpoint.name == "a.pt"  # a.pt keeps its fine-tuned weights
 
@@ -495,10 +495,10 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     monkeypatch.setattr(agent_study_groups, "fine_tune_validated", fake_fine_tune_validated)
     config, path = EnvConfig(**QUICK_FEDERATION), tmp_path / "4x" / "v +ft1.json"
 
-    def group(checkpoints, episodes, seeds=(1000, 1001), val_seeds=None):
+    def group(checkpoints, episodes, seeds=(1000, 1001), val_seeds=None, initial_eps=None):
         calls.clear()
         per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds),
-                                                          val_seeds)
+                                                          val_seeds, initial_eps)
         return calls[:], per_episode
 
     made, per_episode = group(["a.pt", "b.pt"], 1)
@@ -512,6 +512,9 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     assert group(["a.pt", "c.pt"], 2)[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other checkpoints
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == [("a.pt", 2, 0), ("c.pt", 2, 1)]  # other seeds
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002))[0] == []
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), initial_eps=0.5)[0] == [("a.pt", 2, 0, 0.5),
+                                                                                  ("c.pt", 2, 1, 0.5)]  # re-annealed
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), initial_eps=0.5)[0] == []
     made, validated = group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])  # kept where validation says
     assert made == [("a.pt", 2, 0, [500]), ("c.pt", 2, 1, [500])]
     assert [(e["checkpoint"], e["kept_fine_tuned"]) for e in validated["v +ft1"]] == [
@@ -721,6 +724,54 @@ def test_fine_tuning_a_run_whose_margin_weight_faded_keeps_the_final_weight(tmp_
     assert passed and set(passed) == {0.5}  # the run's final weight, not its initial 10
 
 
+def test_re_annealed_fine_tuning_starts_at_the_given_epsilon_and_falls_to_the_final_one(tmp_path, monkeypatch):
+    import agents.trainer
+
+    run_dir = tmp_path / "run"
+    common.train_agent(EnvConfig(**QUICK_FEDERATION), agent_study.QUICK_EPISODES, 0, run_dir,
+                       VDNConfig(**agent_study.QUICK_VDN))
+    played = []
+    epsilon = agents.trainer.exploration_epsilon
+    monkeypatch.setattr(agents.trainer, "exploration_epsilon",
+                        lambda r, episodes, config: played.append(epsilon(r, episodes, config)) or played[-1])
+    common.fine_tune(common.checkpoint_path(run_dir), EnvConfig(**QUICK_FEDERATION), 2, 0)
+    assert played == pytest.approx([0.05] * 4)  # 2 episodes x 2 rounds at the run's final epsilon
+    played.clear()
+    common.fine_tune(common.checkpoint_path(run_dir), EnvConfig(**QUICK_FEDERATION), 2, 0, initial_eps=0.5)
+    # by hand: from 0.5 to 0.05 over half (exploration_fraction) of the 4 steps, then 0.05
+    assert played == pytest.approx([0.5, 0.275, 0.05, 0.05])
+    with pytest.raises(ValueError, match=r"initial_eps=0.01 must lie in \[0.05, 1\]"):
+        common.fine_tune(common.checkpoint_path(run_dir), EnvConfig(**QUICK_FEDERATION), 2, 0, initial_eps=0.01)
+
+
+def test_the_quick_study_re_anneals_fine_tuning_into_a_variant_of_its_own(tmp_path, monkeypatch, capsys):
+    seen = []
+
+    def spy(checkpoint, config, episodes, seed, initial_eps=None):
+        seen.append(initial_eps)
+        return common.fine_tune(checkpoint, config, episodes, seed, initial_eps=initial_eps)
+
+    monkeypatch.setattr(agent_study_groups, "fine_tune", spy)
+    assert agent_study.main(["--quick", "--fine-tune-initial-eps", "0.5", "--settings", "4x",
+                             "--out", str(tmp_path)]) == 0
+    assert seen == [0.5, 0.5]  # each of the two runs
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]
+    assert list(rows) == ["main-job", "main-job +ft1-eps0.5"]
+    assert json.loads((tmp_path / "4x" / "main-job +ft1-eps0.5.json").read_text())["key"]["fine_tune"][
+        "initial_eps"] == 0.5
+    assert "exploration re-annealed from epsilon 0.5" in agent_study_page.fine_tune_table("4x", rows)[0]
+    assert "--fine-tune-initial-eps 0.5" in capsys.readouterr().out  # in the command the page names
+    for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-initial-eps", "0.5"],
+                           "--fine-tune-initial-eps without --fine-tune-episodes"),
+                          (["--quick", "--fine-tune-initial-eps", "1.5"],
+                           r"--fine-tune-initial-eps=1.5 must lie in \(0, 1\]"),
+                          (["--quick", "--fine-tune-initial-eps", "0.01"],
+                           r"--fine-tune-initial-eps=0.01 is below the final epsilon 0.05 of main-job's run .*seed_0")]:
+        with pytest.raises(SystemExit):
+            agent_study.main([*argv, "--out", str(tmp_path)])
+        assert re.search(message, capsys.readouterr().err)
+
+
 def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_out_seeds(tmp_path, capsys):
     with pytest.raises(SystemExit):
         agent_study.main(["--runs", "v=missing.pt", "--fine-tune-val-seeds", "500", "--out", str(tmp_path)])
@@ -737,7 +788,7 @@ def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_o
 def test_the_quick_study_fine_tunes_with_validation_into_a_variant_of_its_own(tmp_path, monkeypatch):
     seen = []
 
-    def spy(checkpoint, config, episodes, seed, val_seeds):
+    def spy(checkpoint, config, episodes, seed, val_seeds, initial_eps=None):
         seen.append(val_seeds)
         return common.fine_tune_validated(checkpoint, config, episodes, seed, val_seeds)
 
