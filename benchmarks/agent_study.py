@@ -45,7 +45,8 @@ every other policy; the fine-tuned runs form the variant ``VARIANT +ftN`` of tha
 (:func:`benchmarks.agent_study_groups.fine_tuned_name`), with the same columns, its own bars
 and its rows in the all-policies table, and the page adds per setting a "fine-tuned minus zero-shot" table.
 Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of the setting's configuration,
-the seeds, the checkpoints, ``N`` and the fine-tuning seeds: a rerun does not fine-tune again. With
+the seeds, the checkpoints, ``N``, the fine-tuning seeds (and the validation seeds and ``E`` below, where given):
+a rerun does not fine-tune again. With
 ``--fine-tune-val-seeds S ...`` a run's fine-tuned weights are kept only where they beat its zero-shot weights
 on those validation seeds of the setting (one greedy episode each;
 :func:`benchmarks.common.fine_tune_validated`), and the variant is named ``VARIANT +ftN-val``. With
@@ -330,17 +331,23 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
 
 def check_initial_eps(initial_eps: float, runs: dict[str, list[str]]) -> None:
     """Refuse ``--fine-tune-initial-eps`` below the final epsilon of a transfer variant's run (fine-tuning would
-    then explore less than the run did at its end), before anything is evaluated.
+    then explore less than the run did at its end), or equal to every run's final epsilon (that is the plain
+    fine-tuning, ``VARIANT +ftN``, under another name), before anything is evaluated.
 
     Raises:
         ValueError: naming the variant, the checkpoint and its final epsilon.
     """
+    finals = set()
     for name, paths in runs.items():
         for path in paths:
             final = load_checkpoint(path)["vdn_config"].exploration_final_eps
             if initial_eps < final:
                 raise ValueError(f"--fine-tune-initial-eps={initial_eps:g} is below the final epsilon {final:g} of "
                                  f"{name}'s run {path}: re-annealing starts at or above it")
+            finals.add(final)
+    if finals == {initial_eps}:
+        raise ValueError(f"--fine-tune-initial-eps={initial_eps:g} is every run's final epsilon: that is fine-tuning "
+                         "without re-annealing; leave the option out")
 
 
 def check_references(references: list[str], fixed: list[str], num_rounds: int) -> None:
@@ -409,9 +416,13 @@ def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Name
         check_fine_tune_val_seeds(parser, args)
     if args.fine_tune_initial_eps is not None:
         if not (args.fine_tune_episodes or args.quick):
-            parser.error("--fine-tune-initial-eps without --fine-tune-episodes: nothing is fine-tuned")
+            parser.error("--fine-tune-initial-eps without fine-tuning (--fine-tune-episodes N, N > 0): nothing is "
+                         "fine-tuned")
         if not 0 < args.fine_tune_initial_eps <= 1:
             parser.error(f"--fine-tune-initial-eps={args.fine_tune_initial_eps:g} must lie in (0, 1]")
+        if float(f"{args.fine_tune_initial_eps:g}") != args.fine_tune_initial_eps:
+            parser.error(f"--fine-tune-initial-eps={args.fine_tune_initial_eps!r}: give at most 6 significant "
+                         f"digits (the variant's name and the page's command write {args.fine_tune_initial_eps:g})")
     if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
         parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
                      f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")

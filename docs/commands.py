@@ -46,6 +46,10 @@ LONG = {
     "python train_agents.py > train.log 2>&1": f"python train_agents.py {QUICK_TRAINING} > train.log 2>&1",
     "python train_agents.py --init-from runs/<run>/best.pt --num-rounds 40 --run-dir runs/finetuned":
         f"python train_agents.py --init-from runs/short/best.pt {QUICK_TRAINING} --run-dir runs/finetuned",
+    "python train_agents.py --init-from runs/<run>/best.pt --num-clients 80 --episodes 10 "
+    "--vdn-exploration-initial-eps 0.05 --vdn-learning-starts 20 --run-dir runs/finetuned-8x":
+        f"python train_agents.py --init-from runs/short/best.pt --num-clients 20 {QUICK_TRAINING} "
+        "--vdn-exploration-initial-eps 0.05 --vdn-learning-starts 2 --run-dir runs/finetuned-8x",
     "python evaluate.py --checkpoint runs/<run>/checkpoint.pt --policies all --out results/<run>":
         "python evaluate.py --checkpoint runs/short/checkpoint.pt --policies all --episodes 1 --out results/short",
     "python evaluate.py --checkpoint 'runs/seed*/checkpoint.pt' --policies all":

@@ -54,7 +54,7 @@ def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, m
     checkpoints = [str(tmp_path / "quick_runs" / f"seed_{s}" / "checkpoint.pt") for s in (0, 1)]
     first = capsys.readouterr()  # each group named before it is evaluated, its progress on stderr (no terminal)
     assert "evaluating trained/fixed\n" in first.out and "evaluating 4x/main-job +ft1\n" in first.out
-    assert f"fine-tuning run 2/2 ({checkpoints[1]}) for 1 episodes\n" in first.out
+    assert f"fine-tuning run 2/2 ({checkpoints[1]}) for 1 episode\n" in first.out
     assert re.search(r"^evaluate: 6/6 episodes", first.err, re.MULTILINE)  # 3 fixed policies x 2 seeds
     four_x = dataclasses.replace(EnvConfig(**QUICK_FEDERATION), num_clients=12)  # 4 x 3 clients
     # --quick fine-tunes each run of the transfer variant for 1 episode at 4x, run i with seed i
@@ -488,7 +488,7 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
         return make_policy("fastest")
 
     def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds, initial_eps=None):
-        calls.append((str(checkpoint), episodes, seed, val_seeds))
+        calls.append((str(checkpoint), episodes, seed, val_seeds) + (() if initial_eps is None else (initial_eps,)))
         return make_policy("fastest"), checkpoint.name == "a.pt"  # a.pt keeps its fine-tuned weights
 
     monkeypatch.setattr(agent_study_groups, "fine_tune", fake_fine_tune)
@@ -515,6 +515,8 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), initial_eps=0.5)[0] == [("a.pt", 2, 0, 0.5),
                                                                                   ("c.pt", 2, 1, 0.5)]  # re-annealed
     assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), initial_eps=0.5)[0] == []
+    assert group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500], initial_eps=0.5)[0] == [
+        ("a.pt", 2, 0, [500], 0.5), ("c.pt", 2, 1, [500], 0.5)]  # both: validated and re-annealed
     made, validated = group(["a.pt", "c.pt"], 2, seeds=(1000, 1002), val_seeds=[500])  # kept where validation says
     assert made == [("a.pt", 2, 0, [500]), ("c.pt", 2, 1, [500])]
     assert [(e["checkpoint"], e["kept_fine_tuned"]) for e in validated["v +ft1"]] == [
@@ -762,7 +764,11 @@ def test_the_quick_study_re_anneals_fine_tuning_into_a_variant_of_its_own(tmp_pa
     assert "exploration re-annealed from epsilon 0.5" in agent_study_page.fine_tune_table("4x", rows)[0]
     assert "--fine-tune-initial-eps 0.5" in capsys.readouterr().out  # in the command the page names
     for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-initial-eps", "0.5"],
-                           "--fine-tune-initial-eps without --fine-tune-episodes"),
+                           r"--fine-tune-initial-eps without fine-tuning \(--fine-tune-episodes N, N > 0\)"),
+                          (["--quick", "--fine-tune-initial-eps", "0.123456789"],
+                           r"--fine-tune-initial-eps=0.123456789: give at most 6 significant digits .* 0.123457\)"),
+                          (["--quick", "--fine-tune-initial-eps", "0.05"],
+                           r"--fine-tune-initial-eps=0.05 is every run's final epsilon"),
                           (["--quick", "--fine-tune-initial-eps", "1.5"],
                            r"--fine-tune-initial-eps=1.5 must lie in \(0, 1\]"),
                           (["--quick", "--fine-tune-initial-eps", "0.01"],

@@ -32,3 +32,10 @@ def test_with_no_interval_every_update_prints_a_line_and_disabled_prints_nothing
     disabled.update()
     disabled.close()
     assert quiet.getvalue() == ""
+
+
+def test_nothing_to_do_prints_nothing():  # e.g. a study that evaluates no fixed policy
+    stream = io.StringIO()
+    bar = progress_bar(0, "evaluate", "episode", stream=stream)
+    bar.close()
+    assert stream.getvalue() == ""

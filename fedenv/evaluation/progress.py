@@ -43,10 +43,11 @@ class PlainProgress:
 
 def progress_bar(total: int, desc: str, unit: str, enabled: bool = True, stream=None):
     """A tqdm bar on ``stream`` (default ``sys.stderr``) when it is a terminal, a :class:`PlainProgress`
-    when it is not, nothing when ``enabled`` is False. Each has ``update(n)``, ``set_postfix(**values)``
-    and ``close()``."""
+    when it is not, nothing when ``enabled`` is False or there is nothing to do (``total`` 0). Each has
+    ``update(n)``, ``set_postfix(**values)`` and ``close()``."""
     from tqdm.auto import tqdm
 
+    enabled = enabled and total > 0
     stream = sys.stderr if stream is None else stream
     if enabled and not stream.isatty():
         return PlainProgress(total, desc, unit, stream)
