@@ -149,6 +149,19 @@ class InputSelection(nn.Module):
         return self.network(obs.index_select(-1, self.columns), candidate)
 
 
+def output_layer(network: nn.Module) -> nn.Linear:
+    """The layer of ``network`` that writes the Q-values: its last ``nn.Linear`` in registration order (the last
+    layer of ``mlp``'s net and of the set networks' ``rho``, inside :class:`InputSelection` too).
+
+    Raises:
+        ValueError: ``network`` has no ``nn.Linear``.
+    """
+    layers = [module for module in network.modules() if isinstance(module, nn.Linear)]
+    if not layers:
+        raise ValueError(f"{type(network).__name__} has no nn.Linear layer to write its Q-values")
+    return layers[-1]
+
+
 def input_columns(feature_names: Sequence[str], input_features: Sequence[str]) -> list[int] | None:
     """The columns of the observation layout ``feature_names`` that the Q-network reads: those of
     ``input_features`` in the layout's order, or None (every column) where ``input_features`` is empty.

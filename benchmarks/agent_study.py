@@ -52,7 +52,9 @@ on those validation seeds of the setting (one greedy episode each;
 :func:`benchmarks.common.fine_tune_validated`), and the variant is named ``VARIANT +ftN-val``. With
 ``--fine-tune-initial-eps E`` exploration is re-annealed in fine-tuning, from ``E`` to the run's final epsilon over
 its exploration fraction of the ``N`` episodes (without it epsilon stays at the final one), and the variant is
-named ``VARIANT +ftN-epsE`` (``-val`` appended with validation seeds). A scratch
+named ``VARIANT +ftN-epsE``; with ``--fine-tune-head-only`` only the Q-network's output layer is fine-tuned (the
+values' scale and offset re-fitted on the features learned in training), named ``VARIANT +ftN-head`` (``-val``
+appended with validation seeds). A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
 evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than
@@ -215,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="re-anneal exploration in fine-tuning: epsilon starts at E and falls to each run's final "
                              "epsilon over its exploration fraction of the fine-tuning episodes; the variant is "
                              "named 'VARIANT +ftN-epsE' (default: no re-annealing, epsilon stays at the final one)")
+    parser.add_argument("--fine-tune-head-only", action="store_true",
+                        help="fine-tune only the Q-network's output layer (re-fit the values' scale and offset to the "
+                             "new setting on the features learned in training); the variant's name gets '-head'")
     parser.add_argument("--scratch", nargs="+", default=[], metavar="SETTING:NAME=GLOB",
                         help="a variant trained from scratch in a transfer setting's federation (e.g. 4x:scratch-4x="
                              "'runs/4x/seed_*/checkpoint.pt'), evaluated in that setting only: the reference of the "
@@ -305,12 +310,12 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
     learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
     federation = shared_federation(learned)
     episodes = 1 if args.quick else args.fine_tune_episodes
-    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None, args.fine_tune_initial_eps)
-             for name in transferred} if episodes else {}
+    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None, args.fine_tune_initial_eps,
+                                   args.fine_tune_head_only) for name in transferred} if episodes else {}
     clashes = sorted(set(tuned.values()) & set(runs))
     if clashes:
-        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN, with -epsE "
-                         "and -val where set)")
+        raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN, with -epsE, "
+                         "-head and -val where set)")
     if episodes and args.fine_tune_initial_eps is not None:
         check_initial_eps(args.fine_tune_initial_eps, {name: runs[name] for name in transferred})
     scratch = parse_scratch(args.scratch)
@@ -326,7 +331,7 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         check_scratch(federation, setting, name, learned[name], args.data_root)
     return Study(runs, learned, federation, transferred, episodes, args.fine_tune_val_seeds, tuned, scratch,
                  fixed, QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references),
-                 args.fine_tune_initial_eps)
+                 args.fine_tune_initial_eps, args.fine_tune_head_only)
 
 
 def check_initial_eps(initial_eps: float, runs: dict[str, list[str]]) -> None:
@@ -392,6 +397,7 @@ def command_line(args: argparse.Namespace) -> str:
                *([f"--fine-tune-episodes {args.fine_tune_episodes}"] if args.fine_tune_episodes else []),
                *([f"--fine-tune-initial-eps {args.fine_tune_initial_eps:g}"]
                  if args.fine_tune_initial_eps is not None else []),
+               *(["--fine-tune-head-only"] if args.fine_tune_head_only else []),
                *val_seeds,
                *([f"--scratch {' '.join(args.scratch)}"] if args.scratch else []),
                *references,
@@ -408,8 +414,9 @@ def command_line(args: argparse.Namespace) -> str:
 
 def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse (a usage error naming the value) a negative ``--fine-tune-episodes``, bad ``--fine-tune-val-seeds``
-    (:func:`check_fine_tune_val_seeds`), ``--fine-tune-initial-eps`` without fine-tuning or outside (0, 1], and
-    held-out seeds that would reach the fine-tuning episodes' seeds."""
+    (:func:`check_fine_tune_val_seeds`), ``--fine-tune-initial-eps`` without fine-tuning or outside (0, 1],
+    ``--fine-tune-head-only`` without fine-tuning, and held-out seeds that would reach the fine-tuning episodes'
+    seeds."""
     if args.fine_tune_episodes < 0:
         parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
     if args.fine_tune_val_seeds is not None:
@@ -423,6 +430,8 @@ def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Name
         if float(f"{args.fine_tune_initial_eps:g}") != args.fine_tune_initial_eps:
             parser.error(f"--fine-tune-initial-eps={args.fine_tune_initial_eps!r}: give at most 6 significant "
                          f"digits (the variant's name and the page's command write {args.fine_tune_initial_eps:g})")
+    if args.fine_tune_head_only and not (args.fine_tune_episodes or args.quick):
+        parser.error("--fine-tune-head-only without fine-tuning (--fine-tune-episodes N, N > 0): nothing is fine-tuned")
     if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
         parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
                      f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")

@@ -117,13 +117,15 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
         config, policies, seeds, progress=True, probing=probing, checkpoints=checkpoints)))
 
 
-def fine_tuned_name(variant: str, episodes: int, validated: bool = False, initial_eps: float | None = None) -> str:
+def fine_tuned_name(variant: str, episodes: int, validated: bool = False, initial_eps: float | None = None,
+                    head_only: bool = False) -> str:
     """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``;
     ``VARIANT +ftN-epsE`` when exploration is re-annealed from epsilon ``E`` (``initial_eps``,
-    :func:`benchmarks.common.fine_tune`); with ``-val`` appended when the fine-tuned weights are kept only if they
-    beat the zero-shot ones on validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
+    :func:`benchmarks.common.fine_tune`); ``-head`` appended when only the Q-network's output layer is trained
+    (``head_only``), and ``-val`` when the fine-tuned weights are kept only if they beat the zero-shot ones on
+    validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
     return (f"{variant} +ft{episodes}" + ("" if initial_eps is None else f"-eps{initial_eps:g}")
-            + ("-val" if validated else ""))
+            + ("-head" if head_only else "") + ("-val" if validated else ""))
 
 
 def fine_tune_seed(run_index: int) -> int:
@@ -136,19 +138,21 @@ def fine_tune_seed(run_index: int) -> int:
 
 def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
                      seeds: list[int], val_seeds: list[int] | None = None,
-                     initial_eps: float | None = None) -> dict[str, list[dict]]:
+                     initial_eps: float | None = None, head_only: bool = False) -> dict[str, list[dict]]:
     """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in ``config``
     (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's fine-tuning, Zhang et
     al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3; with ``val_seeds``,
     :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not beat
-    them there; with ``initial_eps``, exploration re-annealed from that epsilon) and pooled under ``name``, on
-    ``seeds``; each episode records the checkpoint its run started from and, with ``val_seeds``, whether that run
-    kept its fine-tuned weights (``kept_fine_tuned``). Read from ``path`` when an earlier run fine-tuned the same
-    checkpoints for as many episodes with the same seeds (and validation seeds and initial epsilon) in the same
-    configuration (no fine-tuning then), else fine-tuned, evaluated and written there (:func:`cached_group`)."""
+    them there; with ``initial_eps``, exploration re-annealed from that epsilon; with ``head_only``, only the output
+    layer trained) and pooled under ``name``, on ``seeds``; each episode records the checkpoint its run started from
+    and, with ``val_seeds``, whether that run kept its fine-tuned weights (``kept_fine_tuned``). Read from ``path``
+    when an earlier run fine-tuned the same checkpoints for as many episodes with the same seeds (and validation
+    seeds, initial epsilon and head-only) in the same configuration (no fine-tuning then), else fine-tuned,
+    evaluated and written there (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
     tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds}),
-              **({} if initial_eps is None else {"initial_eps": initial_eps})}
+              **({} if initial_eps is None else {"initial_eps": initial_eps}),
+              **({"head_only": True} if head_only else {})}
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
            "checkpoints": checkpoints, "fine_tune": tuning}
 
@@ -158,8 +162,9 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
             print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {episodes} "
                   f"episode{'' if episodes == 1 else 's'}", flush=True)
             start = Path(checkpoint)
-            chosen.append((fine_tune(start, config, episodes, seed, initial_eps=initial_eps), None) if val_seeds is None
-                          else fine_tune_validated(start, config, episodes, seed, val_seeds, initial_eps=initial_eps))
+            how = {"initial_eps": initial_eps, "head_only": head_only}
+            chosen.append((fine_tune(start, config, episodes, seed, **how), None) if val_seeds is None
+                          else fine_tune_validated(start, config, episodes, seed, val_seeds, **how))
         for policy, _ in chosen:
             policy.name = name
         per_episode = per_episode_metrics(evaluate_policies(config, [policy for policy, _ in chosen], seeds,
@@ -189,8 +194,8 @@ class Study:
     fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
     held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
     :func:`benchmarks.agent_study_settings.setting_config`), and the reference policies outside the bars
-    (``references``: registered names, :func:`reference_policies`), and the epsilon the fine-tuning re-anneals
-    exploration from (None: it stays at each run's final epsilon)."""
+    (``references``: registered names, :func:`reference_policies`), the epsilon the fine-tuning re-anneals
+    exploration from (None: it stays at each run's final epsilon) and whether it trains the output layer only."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
@@ -206,6 +211,7 @@ class Study:
     configs: dict[str, EnvConfig]
     references: list[str] = dataclasses.field(default_factory=list)
     fine_tune_initial_eps: float | None = None
+    fine_tune_head_only: bool = False
 
 
 def reference_policies(items: list[str], num_rounds: int) -> list:
@@ -258,13 +264,15 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         if name in tuned:
             per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
                                                 study.runs[name], study.fine_tune_episodes, seeds,
-                                                study.fine_tune_val_seeds, study.fine_tune_initial_eps))
+                                                study.fine_tune_val_seeds, study.fine_tune_initial_eps,
+                                                study.fine_tune_head_only))
             variants.append(tuned[name])
     rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds, referenced) for name in variants}
     for name, tuned_name in tuned.items():
         [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
         rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes,
                                             "initial_eps": study.fine_tune_initial_eps,
+                                            "head_only": study.fine_tune_head_only,
                                             **kept_runs(per_episode[tuned_name])}
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)

@@ -43,6 +43,8 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
     episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
     initial_eps = next(iter(tuned.values()))["ft_minus_zero_shot"].get("initial_eps")
     reannealed = "" if initial_eps is None else f", exploration re-annealed from epsilon {initial_eps:g}"
+    if next(iter(tuned.values()))["ft_minus_zero_shot"].get("head_only"):
+        reannealed += ", only the Q-network's output layer trained"
     validated = (", its fine-tuned weights kept only where they beat its zero-shot weights on validation seeds "
                  "there" if any("runs" in r["ft_minus_zero_shot"] for r in tuned.values()) else "")
     lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting].description}; "

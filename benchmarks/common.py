@@ -25,6 +25,7 @@ import numpy as np
 
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
+from agents.networks import output_layer
 from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_TEST_REPORTS
 from agents.trainer import CHECKPOINT_NAME, Trainer, train_vdn
@@ -127,7 +128,7 @@ def train_agent(config: EnvConfig, episodes: int, seed: int, run_dir: Path,
 
 
 def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
-              initial_eps: float | None = None) -> GreedyPolicy:
+              initial_eps: float | None = None, head_only: bool = False) -> GreedyPolicy:
     """Continue training the Q-network of ``checkpoint`` for ``episodes`` episodes in ``config``.
 
     A fresh :class:`~agents.trainer.Trainer` gets the checkpoint's weights
@@ -139,7 +140,10 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
     :func:`agents.rollout.exploration_epsilon`; with a demonstrator an exploring candidate plays the
     demonstrator's action in the new setting). Gradient
     steps start after the first episode (``learning_starts = num_rounds``), so that a short fine-tuning
-    run (FedMarl's 10 episodes) trains at all.
+    run (FedMarl's 10 episodes) trains at all. With ``head_only`` only the Q-network's output layer
+    (:func:`agents.networks.output_layer`) is trained, the rest of it and a mixer kept as the checkpoint has them:
+    the values' scale and offset are re-fitted to the new setting's returns on the features learned in training
+    (the last-layer fine-tuning of transfer learning, e.g. Kumar et al., ICLR 2022, "linear probing").
 
     Raises:
         ValueError: the checkpoint's observation layout or hidden widths differ from ``config``'s; ``initial_eps``
@@ -156,13 +160,18 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
         vdn = dataclasses.replace(vdn, demonstration_weight=vdn.demonstration_final_weight)
     trainer = Trainer(config, vdn, episodes, seed)
     trainer.initialise_from(document)
+    if head_only:
+        for module in (trainer.learner.q, trainer.learner.mixer):
+            for parameter in (module.parameters() if module is not None else ()):
+                parameter.requires_grad_(False)
+        output_layer(trainer.learner.q).requires_grad_(True)
     while trainer.episode < episodes:
         trainer.play_episodes()
     return trainer.greedy_policy()
 
 
 def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed: int, val_seeds: list[int],
-                        initial_eps: float | None = None) -> tuple[GreedyPolicy, bool]:
+                        initial_eps: float | None = None, head_only: bool = False) -> tuple[GreedyPolicy, bool]:
     """:func:`fine_tune`, keeping the fine-tuned weights only where they do better than the checkpoint's on
     ``val_seeds``: both greedy policies play one episode per validation seed in ``config``
     (:func:`agents.validation.validate`), and the checkpoint's policy is returned unless the fine-tuned one's
@@ -177,7 +186,7 @@ def fine_tune_validated(checkpoint: Path, config: EnvConfig, episodes: int, seed
     """
     val_seeds = check_validation_seeds(val_seeds)
     zero_shot = GreedyPolicy.from_checkpoint(checkpoint)
-    tuned = fine_tune(checkpoint, config, episodes, seed, initial_eps)
+    tuned = fine_tune(checkpoint, config, episodes, seed, initial_eps, head_only)
     env = ClientSelectionEnv(config, report_test_accuracy=TRAINING_TEST_REPORTS)
     zero_shot_return = validate(zero_shot, env, val_seeds).team_return
     kept = validate(tuned, env, val_seeds).team_return > zero_shot_return

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents.config import VDNConfig
-from agents.networks import Q_NETWORKS, DeepSetsQNetwork, build_q_network, input_columns
+from agents.networks import Q_NETWORKS, DeepSetsQNetwork, build_q_network, input_columns, output_layer
 from agents.trainer import Trainer
 from tests.helpers import tiny_config
 
@@ -151,3 +151,19 @@ def test_input_columns_follow_the_layout_and_name_what_is_not_in_it():
         input_columns(layout, ("round_fraction", "round_index"))
     with pytest.raises(ValueError, match=r"columns \[1, 3\] must be one or more of 0..2"):
         build_q_network("mlp", 3, (8,), [1, 3])
+
+
+@pytest.mark.parametrize("columns", [None, [0, 2]])
+@pytest.mark.parametrize("name", list(Q_NETWORKS))
+def test_the_output_layer_is_the_one_that_writes_the_values(name, columns):
+    torch.manual_seed(0)
+    network = build_q_network(name, D, (8, 8), columns)
+    obs, candidate = inputs()
+    assert network(obs, candidate).abs().min() > 0  # random weights: no value is 0 by chance
+    layer = output_layer(network)
+    with torch.no_grad():  # zero it: every value is 0, which zeroing any earlier layer would not give (biases)
+        layer.weight.zero_()
+        layer.bias.zero_()
+    assert torch.equal(network(obs, candidate), torch.zeros(4, 5, 2))
+    with pytest.raises(ValueError, match=r"ReLU has no nn\.Linear layer"):
+        output_layer(torch.nn.ReLU())

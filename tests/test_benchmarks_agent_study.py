@@ -45,7 +45,7 @@ def test_the_bars_are_read_from_the_intervals_the_spread_and_the_ratio():
 def test_the_quick_rows_are_the_paired_means_of_the_episodes_written(tmp_path, monkeypatch, capsys):
     calls = []
 
-    def spy(checkpoint, config, episodes, seed, initial_eps=None):
+    def spy(checkpoint, config, episodes, seed, initial_eps=None, head_only=False):
         calls.append((checkpoint, config, episodes, seed, initial_eps))
         return common.fine_tune(checkpoint, config, episodes, seed)
 
@@ -483,11 +483,11 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
 
     calls = []
 
-    def fake_fine_tune(checkpoint, config, episodes, seed, initial_eps=None):  # a fixed policy stands in for it
+    def fake_fine_tune(checkpoint, config, episodes, seed, initial_eps=None, head_only=False):  # a fixed policy
         calls.append((str(checkpoint), episodes, seed) + (() if initial_eps is None else (initial_eps,)))
         return make_policy("fastest")
 
-    def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds, initial_eps=None):
+    def fake_fine_tune_validated(checkpoint, config, episodes, seed, val_seeds, initial_eps=None, head_only=False):
         calls.append((str(checkpoint), episodes, seed, val_seeds) + (() if initial_eps is None else (initial_eps,)))
         return make_policy("fastest"), checkpoint.name == "a.pt"  # a.pt keeps its fine-tuned weights
 
@@ -746,10 +746,29 @@ def test_re_annealed_fine_tuning_starts_at_the_given_epsilon_and_falls_to_the_fi
         common.fine_tune(common.checkpoint_path(run_dir), EnvConfig(**QUICK_FEDERATION), 2, 0, initial_eps=0.01)
 
 
+def test_head_only_fine_tuning_moves_the_output_layer_alone(tmp_path):
+    from agents.networks import output_layer
+    from agents.policy import GreedyPolicy
+
+    run_dir = tmp_path / "run"
+    common.train_agent(EnvConfig(**QUICK_FEDERATION), agent_study.QUICK_EPISODES, 0, run_dir,
+                       VDNConfig(**agent_study.QUICK_VDN))
+    checkpoint, four_x = common.checkpoint_path(run_dir), dataclasses.replace(EnvConfig(**QUICK_FEDERATION),
+                                                                              num_clients=12)
+    start = GreedyPolicy.from_checkpoint(checkpoint).q
+    head = {id(p) for p in output_layer(start).parameters()}
+    names = {name for name, p in start.named_parameters() if id(p) in head}
+    assert names == {"net.4.weight", "net.4.bias"}  # Linear, ReLU, Linear, ReLU, Linear: hidden (64, 64)
+    for head_only, moved in ((True, names), (False, {name for name, _ in start.named_parameters()})):
+        tuned = dict(common.fine_tune(checkpoint, four_x, 3, 0, head_only=head_only).q.named_parameters())
+        changed = {name for name, p in start.named_parameters() if not torch.equal(p, tuned[name])}
+        assert changed == moved, head_only
+
+
 def test_the_quick_study_re_anneals_fine_tuning_into_a_variant_of_its_own(tmp_path, monkeypatch, capsys):
     seen = []
 
-    def spy(checkpoint, config, episodes, seed, initial_eps=None):
+    def spy(checkpoint, config, episodes, seed, initial_eps=None, head_only=False):
         seen.append(initial_eps)
         return common.fine_tune(checkpoint, config, episodes, seed, initial_eps=initial_eps)
 
@@ -763,7 +782,15 @@ def test_the_quick_study_re_anneals_fine_tuning_into_a_variant_of_its_own(tmp_pa
         "initial_eps"] == 0.5
     assert "exploration re-annealed from epsilon 0.5" in agent_study_page.fine_tune_table("4x", rows)[0]
     assert "--fine-tune-initial-eps 0.5" in capsys.readouterr().out  # in the command the page names
-    for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-initial-eps", "0.5"],
+    assert agent_study.main(["--quick", "--fine-tune-head-only", "--settings", "4x", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]["4x"]
+    assert list(rows) == ["main-job", "main-job +ft1-head"]
+    assert json.loads((tmp_path / "4x" / "main-job +ft1-head.json").read_text())["key"]["fine_tune"]["head_only"]
+    assert "only the Q-network's output layer trained" in agent_study_page.fine_tune_table("4x", rows)[0]
+    assert "--fine-tune-head-only" in capsys.readouterr().out
+    for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-head-only"],
+                           r"--fine-tune-head-only without fine-tuning \(--fine-tune-episodes N, N > 0\)"),
+                          (["--runs", "v=missing.pt", "--fine-tune-initial-eps", "0.5"],
                            r"--fine-tune-initial-eps without fine-tuning \(--fine-tune-episodes N, N > 0\)"),
                           (["--quick", "--fine-tune-initial-eps", "0.123456789"],
                            r"--fine-tune-initial-eps=0.123456789: give at most 6 significant digits .* 0.123457\)"),
@@ -794,7 +821,7 @@ def test_fine_tune_validation_seeds_are_refused_without_fine_tuning_or_on_held_o
 def test_the_quick_study_fine_tunes_with_validation_into_a_variant_of_its_own(tmp_path, monkeypatch):
     seen = []
 
-    def spy(checkpoint, config, episodes, seed, val_seeds, initial_eps=None):
+    def spy(checkpoint, config, episodes, seed, val_seeds, initial_eps=None, head_only=False):
         seen.append(val_seeds)
         return common.fine_tune_validated(checkpoint, config, episodes, seed, val_seeds)
 
