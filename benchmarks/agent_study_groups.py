@@ -158,11 +158,11 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
 
     def evaluate() -> dict[str, list[dict]]:
         chosen = []
+        how = {"initial_eps": initial_eps, "head_only": head_only}
         for index, (checkpoint, seed) in enumerate(zip(checkpoints, tune_seeds), start=1):
             print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {episodes} "
                   f"episode{'' if episodes == 1 else 's'}", flush=True)
             start = Path(checkpoint)
-            how = {"initial_eps": initial_eps, "head_only": head_only}
             chosen.append((fine_tune(start, config, episodes, seed, **how), None) if val_seeds is None
                           else fine_tune_validated(start, config, episodes, seed, val_seeds, **how))
         for policy, _ in chosen:

@@ -40,11 +40,10 @@ def fine_tune_table(setting: str, by_variant: dict[str, dict]) -> list[str]:
     tuned = {variant: r for variant, r in by_variant.items() if "ft_minus_zero_shot" in r}
     if not tuned:
         return []
-    episodes = next(iter(tuned.values()))["ft_minus_zero_shot"]["episodes"]
-    initial_eps = next(iter(tuned.values()))["ft_minus_zero_shot"].get("initial_eps")
-    reannealed = "" if initial_eps is None else f", exploration re-annealed from epsilon {initial_eps:g}"
-    if next(iter(tuned.values()))["ft_minus_zero_shot"].get("head_only"):
-        reannealed += ", only the Q-network's output layer trained"
+    how = next(iter(tuned.values()))["ft_minus_zero_shot"]  # one fine-tuning per study
+    episodes, initial_eps = how["episodes"], how.get("initial_eps")
+    reannealed = ("" if initial_eps is None else f", exploration re-annealed from epsilon {initial_eps:g}") + (
+        ", only the Q-network's output layer trained" if how.get("head_only") else "")
     validated = (", its fine-tuned weights kept only where they beat its zero-shot weights on validation seeds "
                  "there" if any("runs" in r["ft_minus_zero_shot"] for r in tuned.values()) else "")
     lines = [f"**Fine-tuned minus zero-shot, setting `{setting}`** ({SETTINGS[setting].description}; "

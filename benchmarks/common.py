@@ -161,9 +161,9 @@ def fine_tune(checkpoint: Path, config: EnvConfig, episodes: int, seed: int,
     trainer = Trainer(config, vdn, episodes, seed)
     trainer.initialise_from(document)
     if head_only:
-        for module in (trainer.learner.q, trainer.learner.mixer):
-            for parameter in (module.parameters() if module is not None else ()):
-                parameter.requires_grad_(False)
+        trainer.learner.q.requires_grad_(False)
+        if trainer.learner.mixer is not None:
+            trainer.learner.mixer.requires_grad_(False)
         output_layer(trainer.learner.q).requires_grad_(True)
     while trainer.episode < episodes:
         trainer.play_episodes()
