@@ -42,7 +42,7 @@ Q-network, exploration at the run's final epsilon), for ``N`` episodes with seed
 :func:`benchmarks.agent_study_groups.fine_tune_seed` (run ``i`` of the variant's sorted checkpoints: seed ``i``,
 env seeds ``10000 + 1000000 i + episode``, never a held-out seed), then evaluated on the same held-out seeds as
 every other policy; the fine-tuned runs form the variant ``VARIANT +ftN`` of that setting
-(:func:`benchmarks.agent_study_groups.fine_tuned_name`), with the same columns, its own bars
+(:meth:`benchmarks.agent_study_groups.FineTuning.name`), with the same columns, its own bars
 and its rows in the all-policies table, and the page adds per setting a "fine-tuned minus zero-shot" table.
 Their episodes are kept in ``OUT/<setting>/VARIANT +ftN.json`` under a key of the setting's configuration,
 the seeds, the checkpoints, ``N``, the fine-tuning seeds (and the validation seeds and ``E`` below, where given):
@@ -58,7 +58,8 @@ appended with validation seeds). A scratch
 variant (``--scratch SETTING:NAME=GLOB``: runs trained by ``train_agents.py`` in that setting's federation,
 checked field by field outside the learner fields, :func:`benchmarks.agent_study_groups.check_scratch`) is
 evaluated in its setting only; one whose setting is not evaluated (not in ``--settings``, other than
-trained and 4x under ``--quick``, no transfer variants) is refused.
+trained and 4x under ``--quick``, no transfer variants) is refused. So is fine-tuning when no transfer setting is
+evaluated.
 
 Under the bars, the page gives per setting an *all-policies* table
 (:func:`benchmarks.agent_study_rows.policy_rows`), read from the
@@ -100,10 +101,10 @@ from agents.policy import GreedyPolicy
 from agents.rollout import TRAINING_SEED_BASE, training_seed
 from agents.validation import check_validation_seeds
 from benchmarks.agent_study_groups import (
+    FineTuning,
     Study,
     check_scratch,
     evaluate_setting,
-    fine_tuned_name,
     reference_policies,
     shared_federation,
 )
@@ -309,15 +310,14 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
         raise ValueError(f"--transfer-variants {', '.join(unknown)}: not variants of --runs ({', '.join(runs)})")
     learned = {name: [GreedyPolicy.from_checkpoint(path) for path in paths] for name, paths in runs.items()}
     federation = shared_federation(learned)
-    episodes = 1 if args.quick else args.fine_tune_episodes
-    tuned = {name: fine_tuned_name(name, episodes, args.fine_tune_val_seeds is not None, args.fine_tune_initial_eps,
-                                   args.fine_tune_head_only) for name in transferred} if episodes else {}
+    tuning = fine_tuning(args)
+    tuned = {name: tuning.name(name) for name in transferred} if tuning else {}
     clashes = sorted(set(tuned.values()) & set(runs))
     if clashes:
         raise ValueError(f"--runs {', '.join(clashes)}: the name of a fine-tuned variant (VARIANT +ftN, with -epsE, "
                          "-head and -val where set)")
-    if episodes and args.fine_tune_initial_eps is not None:
-        check_initial_eps(args.fine_tune_initial_eps, {name: runs[name] for name in transferred})
+    if tuning and tuning.initial_eps is not None:
+        check_initial_eps(tuning.initial_eps, {name: runs[name] for name in transferred})
     scratch = parse_scratch(args.scratch)
     fixed = list(QUICK_FIXED) if args.quick else list(compared_policies())
     check_references(args.references, fixed, federation.num_rounds)
@@ -329,9 +329,16 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
-    return Study(runs, learned, federation, transferred, episodes, args.fine_tune_val_seeds, tuned, scratch,
-                 fixed, QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references),
-                 args.fine_tune_initial_eps, args.fine_tune_head_only)
+    return Study(runs, learned, federation, transferred, tuning, tuned, scratch, fixed,
+                 QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references))
+
+
+def fine_tuning(args: argparse.Namespace) -> FineTuning | None:
+    """The transfer variants' :class:`benchmarks.agent_study_groups.FineTuning` of the ``--fine-tune-*`` options
+    (``--quick``: 1 episode), None without fine-tuning."""
+    episodes = 1 if args.quick else args.fine_tune_episodes
+    return FineTuning(episodes, args.fine_tune_val_seeds, args.fine_tune_initial_eps,
+                      args.fine_tune_head_only) if episodes else None
 
 
 def check_initial_eps(initial_eps: float, runs: dict[str, list[str]]) -> None:
@@ -415,8 +422,8 @@ def command_line(args: argparse.Namespace) -> str:
 def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse (a usage error naming the value) a negative ``--fine-tune-episodes``, bad ``--fine-tune-val-seeds``
     (:func:`check_fine_tune_val_seeds`), ``--fine-tune-initial-eps`` without fine-tuning or outside (0, 1],
-    ``--fine-tune-head-only`` without fine-tuning, and held-out seeds that would reach the fine-tuning episodes'
-    seeds."""
+    ``--fine-tune-head-only`` without fine-tuning, fine-tuning without a transfer setting evaluated, and held-out
+    seeds that would reach the fine-tuning episodes' seeds."""
     if args.fine_tune_episodes < 0:
         parser.error(f"--fine-tune-episodes={args.fine_tune_episodes} must be >= 0 (0: no fine-tuning)")
     if args.fine_tune_val_seeds is not None:
@@ -432,6 +439,11 @@ def check_fine_tune_options(parser: argparse.ArgumentParser, args: argparse.Name
                          f"digits (the variant's name and the page's command write {args.fine_tune_initial_eps:g})")
     if args.fine_tune_head_only and not (args.fine_tune_episodes or args.quick):
         parser.error("--fine-tune-head-only without fine-tuning (--fine-tune-episodes N, N > 0): nothing is fine-tuned")
+    if args.fine_tune_episodes and (args.transfer_variants == [] or set(args.settings) <= {"trained"}):
+        why = ("--transfer-variants without names" if args.transfer_variants == [] else
+               f"--settings {' '.join(args.settings)}")
+        parser.error(f"--fine-tune-episodes={args.fine_tune_episodes}: no transfer setting is evaluated ({why}), so "
+                     "nothing would be fine-tuned")
     if args.fine_tune_episodes and EVAL_SEED_BASE + args.episodes > training_seed(0, 0):
         parser.error(f"--episodes={args.episodes} makes the held-out seeds reach {TRAINING_SEED_BASE}, where the "
                      f"fine-tuning episodes' seeds start: at most {TRAINING_SEED_BASE - EVAL_SEED_BASE}")

@@ -117,15 +117,39 @@ def evaluate_group(path: Path, config: EnvConfig, policies: list, seeds: list[in
         config, policies, seeds, progress=True, probing=probing, checkpoints=checkpoints)))
 
 
-def fine_tuned_name(variant: str, episodes: int, validated: bool = False, initial_eps: float | None = None,
-                    head_only: bool = False) -> str:
-    """The name of ``variant`` fine-tuned for ``episodes`` episodes in a transfer setting: ``VARIANT +ftN``;
-    ``VARIANT +ftN-epsE`` when exploration is re-annealed from epsilon ``E`` (``initial_eps``,
-    :func:`benchmarks.common.fine_tune`); ``-head`` appended when only the Q-network's output layer is trained
-    (``head_only``), and ``-val`` when the fine-tuned weights are kept only if they beat the zero-shot ones on
-    validation seeds (:func:`benchmarks.common.fine_tune_validated`)."""
-    return (f"{variant} +ft{episodes}" + ("" if initial_eps is None else f"-eps{initial_eps:g}")
-            + ("-head" if head_only else "") + ("-val" if validated else ""))
+@dataclasses.dataclass(frozen=True)
+class FineTuning:
+    """How each run of a transfer variant is fine-tuned in a transfer setting (``agent_study --fine-tune-*``):
+    for ``episodes`` episodes (FedMarl's 10: Zhang et al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3;
+    :func:`benchmarks.common.fine_tune`), with exploration re-annealed from epsilon ``initial_eps`` (None: it
+    stays at each run's final epsilon), training the Q-network's output layer alone (``head_only``), and, with
+    ``val_seeds``, keeping the fine-tuned weights only where they beat the zero-shot ones on those validation
+    seeds (:func:`benchmarks.common.fine_tune_validated`)."""
+
+    episodes: int
+    val_seeds: list[int] | None = None
+    initial_eps: float | None = None
+    head_only: bool = False
+
+    def name(self, variant: str) -> str:
+        """The fine-tuned variant's name: ``VARIANT +ftN``, with ``-epsE`` when exploration is re-annealed from
+        ``E``, ``-head`` when only the output layer is trained and ``-val`` when validation seeds choose."""
+        return (f"{variant} +ft{self.episodes}" + ("" if self.initial_eps is None else f"-eps{self.initial_eps:g}")
+                + ("-head" if self.head_only else "") + ("" if self.val_seeds is None else "-val"))
+
+    def record(self) -> dict:
+        """The options as written in a cache key and a row (only those set beside ``episodes``)."""
+        return {"episodes": self.episodes, **({} if self.val_seeds is None else {"val_seeds": self.val_seeds}),
+                **({} if self.initial_eps is None else {"initial_eps": self.initial_eps}),
+                **({"head_only": True} if self.head_only else {})}
+
+    def run(self, checkpoint: Path, config: EnvConfig, seed: int) -> tuple[GreedyPolicy, bool | None]:
+        """Fine-tune ``checkpoint`` in ``config`` with training seed ``seed``: the policy kept and, with
+        ``val_seeds``, whether it is the fine-tuned one (None without them: always)."""
+        how = {"initial_eps": self.initial_eps, "head_only": self.head_only}
+        if self.val_seeds is None:
+            return fine_tune(checkpoint, config, self.episodes, seed, **how), None
+        return fine_tune_validated(checkpoint, config, self.episodes, seed, self.val_seeds, **how)
 
 
 def fine_tune_seed(run_index: int) -> int:
@@ -136,40 +160,31 @@ def fine_tune_seed(run_index: int) -> int:
     return run_index
 
 
-def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], episodes: int,
-                     seeds: list[int], val_seeds: list[int] | None = None,
-                     initial_eps: float | None = None, head_only: bool = False) -> dict[str, list[dict]]:
-    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned for ``episodes`` episodes in ``config``
-    (:func:`benchmarks.common.fine_tune`, seed :func:`fine_tune_seed` of its index; FedMarl's fine-tuning, Zhang et
-    al., AAAI 2022, arXiv 2201.02932, Sec. 5, Table 3; with ``val_seeds``,
-    :func:`benchmarks.common.fine_tune_validated`, which keeps the zero-shot weights where fine-tuning does not beat
-    them there; with ``initial_eps``, exploration re-annealed from that epsilon; with ``head_only``, only the output
-    layer trained) and pooled under ``name``, on ``seeds``; each episode records the checkpoint its run started from
-    and, with ``val_seeds``, whether that run kept its fine-tuned weights (``kept_fine_tuned``). Read from ``path``
-    when an earlier run fine-tuned the same checkpoints for as many episodes with the same seeds (and validation
-    seeds, initial epsilon and head-only) in the same configuration (no fine-tuning then), else fine-tuned,
-    evaluated and written there (:func:`cached_group`)."""
+def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list[str], tuning: FineTuning,
+                     seeds: list[int]) -> dict[str, list[dict]]:
+    """Per-episode metrics of the runs of ``checkpoints``, each fine-tuned in ``config`` as ``tuning`` says
+    (:meth:`FineTuning.run`, seed :func:`fine_tune_seed` of its index) and pooled under ``name``, on ``seeds``;
+    each episode records the checkpoint its run started from and, with validation seeds, whether that run kept
+    its fine-tuned weights (``kept_fine_tuned``). Read from ``path`` when an earlier run fine-tuned the same
+    checkpoints with the same options and seeds in the same configuration (no fine-tuning then), else
+    fine-tuned, evaluated and written there (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
-    tuning = {"episodes": episodes, "seeds": tune_seeds, **({} if val_seeds is None else {"val_seeds": val_seeds}),
-              **({} if initial_eps is None else {"initial_eps": initial_eps}),
-              **({"head_only": True} if head_only else {})}
+    record = tuning.record()
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
-           "checkpoints": checkpoints, "fine_tune": tuning}
+           "checkpoints": checkpoints,
+           "fine_tune": {"episodes": record.pop("episodes"), "seeds": tune_seeds, **record}}
 
     def evaluate() -> dict[str, list[dict]]:
         chosen = []
-        how = {"initial_eps": initial_eps, "head_only": head_only}
         for index, (checkpoint, seed) in enumerate(zip(checkpoints, tune_seeds), start=1):
-            print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {episodes} "
-                  f"episode{'' if episodes == 1 else 's'}", flush=True)
-            start = Path(checkpoint)
-            chosen.append((fine_tune(start, config, episodes, seed, **how), None) if val_seeds is None
-                          else fine_tune_validated(start, config, episodes, seed, val_seeds, **how))
+            print(f"fine-tuning run {index}/{len(checkpoints)} ({checkpoint}) for {tuning.episodes} "
+                  f"episode{'' if tuning.episodes == 1 else 's'}", flush=True)
+            chosen.append(tuning.run(Path(checkpoint), config, seed))
         for policy, _ in chosen:
             policy.name = name
         per_episode = per_episode_metrics(evaluate_policies(config, [policy for policy, _ in chosen], seeds,
                                                             progress=True, probing=None, checkpoints=checkpoints))
-        if val_seeds is not None:
+        if tuning.val_seeds is not None:
             kept = {checkpoint: fine_tuned for checkpoint, (_, fine_tuned) in zip(checkpoints, chosen)}
             for episode in per_episode[name]:
                 episode["kept_fine_tuned"] = kept[episode["checkpoint"]]
@@ -189,19 +204,16 @@ def kept_runs(episodes: list[dict]) -> dict[str, int]:
 @dataclasses.dataclass
 class Study:
     """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
-    scratch variants included), the transfer variants, the fine-tuning's episodes and validation seeds (None:
-    the fine-tuned weights are kept as they are), their fine-tuned names (``tuned``: empty without
-    fine-tuning), the scratch variant per transfer setting, the fixed policies, the schedules' grid, the
-    held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
+    scratch variants included), the transfer variants, their fine-tuning (None: none) and fine-tuned names
+    (``tuned``: empty without fine-tuning), the scratch variant per transfer setting, the fixed policies, the
+    schedules' grid, the held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
     :func:`benchmarks.agent_study_settings.setting_config`), and the reference policies outside the bars
-    (``references``: registered names, :func:`reference_policies`), the epsilon the fine-tuning re-anneals
-    exploration from (None: it stays at each run's final epsilon) and whether it trains the output layer only."""
+    (``references``: registered names, :func:`reference_policies`)."""
     runs: dict[str, list[str]]
     learned: dict[str, list[GreedyPolicy]]
     federation: EnvConfig
     transferred: list[str]
-    fine_tune_episodes: int
-    fine_tune_val_seeds: list[int] | None
+    fine_tuning: FineTuning | None
     tuned: dict[str, str]
     scratch: dict[str, tuple[str, list[str]]]
     fixed: list[str]
@@ -210,8 +222,6 @@ class Study:
     settings: list[str]
     configs: dict[str, EnvConfig]
     references: list[str] = dataclasses.field(default_factory=list)
-    fine_tune_initial_eps: float | None = None
-    fine_tune_head_only: bool = False
 
 
 def reference_policies(items: list[str], num_rounds: int) -> list:
@@ -263,16 +273,14 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         variants.append(name)
         if name in tuned:
             per_episode.update(fine_tuned_group(out / setting / f"{tuned[name]}.json", learned_config, tuned[name],
-                                                study.runs[name], study.fine_tune_episodes, seeds,
-                                                study.fine_tune_val_seeds, study.fine_tune_initial_eps,
-                                                study.fine_tune_head_only))
+                                                study.runs[name], study.fine_tuning, seeds))
             variants.append(tuned[name])
     rows = {name: variant_row(per_episode, name, study.fixed, scheduled, seeds, referenced) for name in variants}
     for name, tuned_name in tuned.items():
         [difference] = variant_differences(per_episode, [(tuned_name, name)], seeds)
-        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tune_episodes,
-                                            "initial_eps": study.fine_tune_initial_eps,
-                                            "head_only": study.fine_tune_head_only,
+        rows[name]["ft_minus_zero_shot"] = {**difference, "episodes": study.fine_tuning.episodes,
+                                            "initial_eps": study.fine_tuning.initial_eps,
+                                            "head_only": study.fine_tuning.head_only,
                                             **kept_runs(per_episode[tuned_name])}
         if scratch_name:
             [rows[name]["zero_shot_minus_scratch"]] = variant_differences(per_episode, [(name, scratch_name)], seeds)

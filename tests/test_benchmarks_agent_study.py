@@ -446,7 +446,16 @@ def test_the_fine_tuning_runs_play_no_held_out_or_validation_seed_and_no_two_run
     for index, seeds in enumerate(played):
         assert not seeds & set(range(0, 10_000))  # held-out seeds from 1000, validation seeds from 500
         assert all(not seeds & other for other in played[index + 1:])
-    assert agent_study_groups.fine_tuned_name("no-probing", 10) == "no-probing +ft10"
+
+
+def test_a_fine_tuned_variant_is_named_by_every_option_set():
+    tuning = agent_study_groups.FineTuning
+    assert tuning(10).name("no-probing") == "no-probing +ft10"
+    assert tuning(10, initial_eps=0.5).name("v") == "v +ft10-eps0.5"
+    assert tuning(10, val_seeds=[500], initial_eps=1.0, head_only=True).name("v") == "v +ft10-eps1-head-val"
+    assert tuning(3, head_only=True).record() == {"episodes": 3, "head_only": True}
+    assert tuning(3, val_seeds=[500, 501], initial_eps=0.5).record() == {"episodes": 3, "val_seeds": [500, 501],
+                                                                         "initial_eps": 0.5}
 
 
 @pytest.mark.parametrize("item,message", [
@@ -497,8 +506,8 @@ def test_fine_tuned_runs_are_reused_only_for_the_same_episodes_checkpoints_and_s
 
     def group(checkpoints, episodes, seeds=(1000, 1001), val_seeds=None, initial_eps=None):
         calls.clear()
-        per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, episodes, list(seeds),
-                                                          val_seeds, initial_eps)
+        tuning = agent_study_groups.FineTuning(episodes, val_seeds, initial_eps)
+        per_episode = agent_study_groups.fine_tuned_group(path, config, "v +ft1", checkpoints, tuning, list(seeds))
         return calls[:], per_episode
 
     made, per_episode = group(["a.pt", "b.pt"], 1)
@@ -788,7 +797,11 @@ def test_the_quick_study_re_anneals_fine_tuning_into_a_variant_of_its_own(tmp_pa
     assert json.loads((tmp_path / "4x" / "main-job +ft1-head.json").read_text())["key"]["fine_tune"]["head_only"]
     assert "only the Q-network's output layer trained" in agent_study_page.fine_tune_table("4x", rows)[0]
     assert "--fine-tune-head-only" in capsys.readouterr().out
-    for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-head-only"],
+    for argv, message in [(["--runs", "v=missing.pt", "--fine-tune-episodes", "10", "--settings", "trained"],
+                           r"--fine-tune-episodes=10: no transfer setting is evaluated \(--settings trained\)"),
+                          (["--runs", "v=missing.pt", "--fine-tune-episodes", "10", "--transfer-variants"],
+                           r"--fine-tune-episodes=10: no transfer setting is evaluated \(--transfer-variants without"),
+                          (["--runs", "v=missing.pt", "--fine-tune-head-only"],
                            r"--fine-tune-head-only without fine-tuning \(--fine-tune-episodes N, N > 0\)"),
                           (["--runs", "v=missing.pt", "--fine-tune-initial-eps", "0.5"],
                            r"--fine-tune-initial-eps without fine-tuning \(--fine-tune-episodes N, N > 0\)"),
