@@ -329,7 +329,7 @@ def load_study(args: argparse.Namespace, out: Path) -> Study:
             raise ValueError(f"--scratch {setting}:{name}: {name!r} already names a variant")
         learned[name] = [GreedyPolicy.from_checkpoint(path) for path in paths]
         check_scratch(federation, setting, name, learned[name], args.data_root)
-    return Study(runs, learned, federation, transferred, tuning, tuned, scratch, fixed,
+    return Study(runs, learned, federation, transferred, tuning, scratch, fixed,
                  QUICK_GRID if args.quick else args.grid, seeds, settings, configs, list(args.references))
 
 

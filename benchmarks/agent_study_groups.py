@@ -138,7 +138,7 @@ class FineTuning:
                 + ("-head" if self.head_only else "") + ("" if self.val_seeds is None else "-val"))
 
     def record(self) -> dict:
-        """The options as written in a cache key and a row (only those set beside ``episodes``)."""
+        """The options as written in a fine-tuned group's cache key (only those set beside ``episodes``)."""
         return {"episodes": self.episodes, **({} if self.val_seeds is None else {"val_seeds": self.val_seeds}),
                 **({} if self.initial_eps is None else {"initial_eps": self.initial_eps}),
                 **({"head_only": True} if self.head_only else {})}
@@ -169,10 +169,8 @@ def fine_tuned_group(path: Path, config: EnvConfig, name: str, checkpoints: list
     checkpoints with the same options and seeds in the same configuration (no fine-tuning then), else
     fine-tuned, evaluated and written there (:func:`cached_group`)."""
     tune_seeds = [fine_tune_seed(index) for index in range(len(checkpoints))]
-    record = tuning.record()
     key = {"config": config.to_dict(), "seeds": seeds, "policies": [name] * len(checkpoints),
-           "checkpoints": checkpoints,
-           "fine_tune": {"episodes": record.pop("episodes"), "seeds": tune_seeds, **record}}
+           "checkpoints": checkpoints, "fine_tune": {**tuning.record(), "seeds": tune_seeds}}
 
     def evaluate() -> dict[str, list[dict]]:
         chosen = []
@@ -204,8 +202,8 @@ def kept_runs(episodes: list[dict]) -> dict[str, int]:
 @dataclasses.dataclass
 class Study:
     """What one invocation evaluates: the variants' checkpoints (``runs``) and loaded policies (``learned``,
-    scratch variants included), the transfer variants, their fine-tuning (None: none) and fine-tuned names
-    (``tuned``: empty without fine-tuning), the scratch variant per transfer setting, the fixed policies, the
+    scratch variants included), the transfer variants, their fine-tuning (None: none; the fine-tuned variants'
+    names are :meth:`FineTuning.name`), the scratch variant per transfer setting, the fixed policies, the
     schedules' grid, the held-out seeds and the settings evaluated, in order, each with its federation (``configs``:
     :func:`benchmarks.agent_study_settings.setting_config`), and the reference policies outside the bars
     (``references``: registered names, :func:`reference_policies`)."""
@@ -214,7 +212,6 @@ class Study:
     federation: EnvConfig
     transferred: list[str]
     fine_tuning: FineTuning | None
-    tuned: dict[str, str]
     scratch: dict[str, tuple[str, list[str]]]
     fixed: list[str]
     grid: str
@@ -260,7 +257,8 @@ def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, l
         per_episode.update(evaluate_group(out / setting / "references.json", config, references, seeds, probing=None))
     referenced = [policy.name for policy in references]
     zero_shot = [name for name in study.runs if setting == "trained" or name in study.transferred]
-    tuned = {} if setting == "trained" else {name: study.tuned[name] for name in zero_shot if name in study.tuned}
+    tuned = ({} if setting == "trained" or study.fine_tuning is None else
+             {name: study.fine_tuning.name(name) for name in zero_shot})
     scratch_name, scratch_paths = study.scratch.get(setting, (None, []))
     variants = []
     for name in zero_shot + ([scratch_name] if scratch_name else []):
