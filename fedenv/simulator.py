@@ -162,6 +162,23 @@ class FederationSimulator:
         push_history(states.probe_latency_hist_s, clients, probe_s)
         return result, probe_s
 
+    def candidate_round_s(self) -> np.ndarray:
+        """``(C,)`` the time each of this round's candidates (:attr:`candidates`, in that order) would add to the
+        round if selected, s, read ahead from the trace replay before anyone decides: without probing its whole
+        round (download, every local epoch, upload: :func:`~fedenv.latency.full_round_s`), with probing its
+        remaining epochs and upload after the probing phase. The round's latency is the probing phase (the
+        slowest candidate's probe; none without probing) plus the largest of these over the selected clients
+        (:func:`~fedenv.latency.round_latency_s`; before a round deadline caps it). No client reports these times
+        before the round: they serve oracle diagnostics (:class:`fedenv.baselines.OracleFastestPolicy`), never
+        an observation."""
+        cfg, candidates = self.config, self.candidates
+        upload_kbps, _ = self.replay.bandwidth_kbps(self.round)
+        upload_s = self.replay.transfer_s(upload_kbps[candidates])
+        if cfg.probing:
+            rest_samples = self.clients.epoch_samples[candidates] * (cfg.local_epochs - 1)
+            return self.replay.compute_s(candidates, rest_samples, self.round) + upload_s
+        return full_round_s(*self._first_epoch_s(candidates), cfg.local_epochs, upload_s)
+
     def end_episode(self) -> None:
         """No next round: no client is a candidate any more."""
         self.candidates = np.zeros(0, dtype=np.int64)

@@ -172,7 +172,7 @@ def check_policy(name: str, seed: int = 3) -> None:
     from fedenv.baselines import make_policy
     from fedenv.env import ClientSelectionEnv, policy_infos
     from fedenv.evaluation import policy_config
-    from fedenv.evaluation.rollout import profile_duration_s
+    from fedenv.evaluation.rollout import candidate_round_s, profile_duration_s
 
     policy = make_policy(name)
     assert policy.name == name, f"policy {name!r} is built with the name {policy.name!r}"
@@ -184,6 +184,8 @@ def check_policy(name: str, seed: int = 3) -> None:
         policy.register_clients(profile_duration_s(env), env.config.probing)  # as run_episode does
         played = []
         while env.agents:
+            if policy.looks_ahead:
+                policy.look_ahead(candidate_round_s(env))  # as run_episode gives an oracle
             actions = policy.act(observations, policy_infos(infos))  # as run_episode shows them
             candidates = {a for a, o in observations.items() if o["action_mask"][1]}
             assert set(actions) <= candidates, f"{name!r} acts for non-candidates {sorted(set(actions) - candidates)}"

@@ -68,9 +68,13 @@ class Recorder(Policy):
 
     def __init__(self, inner):
         self.inner, self.name, self.env_overrides, self.seen = inner, inner.name, inner.env_overrides, []
+        self.looks_ahead = inner.looks_ahead
 
     def reset(self, seed):
         self.inner.reset(seed)
+
+    def look_ahead(self, round_s):
+        self.inner.look_ahead(round_s)
 
     def act(self, observations, infos):
         self.seen.append(sorted(a for a, o in observations.items() if o["action_mask"][1]))

@@ -25,6 +25,7 @@ from fedenv.baselines.factory import (
 from fedenv.baselines.fastest import FastestPolicy
 from fedenv.baselines.fedcm import BanditPolicy, FedCMTSPolicy, FedCMUCBPolicy
 from fedenv.baselines.oort import OortPolicy, oort_utility
+from fedenv.baselines.oracle_fastest import OracleFastestPolicy
 from fedenv.baselines.random_selection import RandomPolicy
 from fedenv.baselines.schedule import LateRoundsPolicy
 from fedenv.baselines.select_all import (
@@ -50,6 +51,7 @@ __all__ = [
     "FedProxPolicy",
     "LateRoundsPolicy",
     "OortPolicy",
+    "OracleFastestPolicy",
     "Policy",
     "RandomPolicy",
     "SelectAllPolicy",

@@ -64,6 +64,9 @@ class Policy(ABC):
         compared: whether ``evaluate.py --policies all`` and the studies' comparisons with every fixed
             policy include it (:func:`~fedenv.baselines.factory.compared_policies`); False for policies
             that only make sense with options (a schedule, a sweep's settings).
+        looks_ahead: whether the policy is an oracle that reads the round's true round times before
+            deciding (:meth:`look_ahead`, which :func:`fedenv.evaluation.run_episode` then calls before each
+            :meth:`act`); False for every policy a server could run.
     """
 
     name = "policy"
@@ -71,6 +74,7 @@ class Policy(ABC):
     probes: ClassVar[bool] = False
     selects_from_all_online: ClassVar[bool] = False
     compared: ClassVar[bool] = True
+    looks_ahead: ClassVar[bool] = False
 
     def reset(self, seed: int) -> None:  # noqa: B027 - optional no-op hook
         """Called before each episode with the episode's seed (seed any randomness from it)."""
@@ -96,6 +100,12 @@ class Policy(ABC):
         the policy's episodes with the comparison's ``clients_per_round`` (that of the configuration given,
         before a ``selects_from_all_online`` policy's pool is widened to every online client): such a policy
         sizes its selection from it, so that a larger pool does not buy it more uploads."""
+
+    def look_ahead(self, round_s: Mapping[str, float]) -> None:  # noqa: B027 - optional no-op hook
+        """Called by the runner before each :meth:`act` of a policy that :attr:`looks_ahead`, with
+        ``candidate -> `` the time it would add to the coming round if selected, s
+        (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`), which no server knows before the
+        round; other policies are never called."""
 
     def register_clients(self, profile_duration_s: Mapping[str, float], probing: bool) -> None:  # noqa: B027
         """Called by the runner (:func:`fedenv.evaluation.run_episode`) after :meth:`reset`, before the

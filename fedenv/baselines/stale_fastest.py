@@ -52,7 +52,7 @@ class StaleFastestPolicy(Policy):
     def act(self, observations, infos):
         chosen = candidates(observations)
         self.round += 1
-        duration = {agent: expected_duration_s(agent, infos[agent], self.profile_duration_s) for agent in chosen}
+        duration = self.durations_s(chosen, infos)
         if self.round > self.num_rounds - self.last_rounds:
             by_speed = sorted(chosen, key=duration.__getitem__)
             selected = by_speed[: max(1, len(chosen) - self.drop)] if chosen else []
@@ -61,6 +61,11 @@ class StaleFastestPolicy(Policy):
             pool = stalest[: max(self.k, len(chosen) // 2)]
             selected = sorted(pool, key=duration.__getitem__)[: self.k]
         return {agent: int(agent in selected) for agent in chosen}
+
+    def durations_s(self, chosen: list[str], infos) -> dict[str, float]:
+        """``agent -> `` the round time that ranks the candidates ``chosen``, s: the server's estimate
+        (:func:`~fedenv.baselines.base.expected_duration_s`)."""
+        return {agent: expected_duration_s(agent, infos[agent], self.profile_duration_s) for agent in chosen}
 
     def observe(self, infos):
         for agent, info in infos.items():

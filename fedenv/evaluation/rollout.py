@@ -94,7 +94,7 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: 
     ``reset(seed=seed)``; after ``policy.reset(seed)`` the policy is given the clients' device-profile
     estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`).
     The policy is shown the infos without the test accuracy (:func:`~fedenv.env.policy_infos`), which only
-    the record keeps."""
+    the record keeps; an oracle (``policy.looks_ahead``) is also given each round's :func:`candidate_round_s`."""
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
     policy.register_clients(profile_duration_s(env), env.config.probing)
@@ -102,6 +102,8 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: 
     record = EpisodeRecord(policy.name, seed, [first["test_accuracy"]], [first["validation_accuracy"]],
                            [first["wall_clock_s"]], probing=env.config.probing, checkpoint=checkpoint)
     while env.agents:
+        if policy.looks_ahead:
+            policy.look_ahead(candidate_round_s(env))
         actions = policy.act(observations, policy_infos(infos))
         observations, rewards, _, _, infos = env.step(actions)
         policy.observe(policy_infos(infos))
@@ -124,3 +126,11 @@ def profile_duration_s(env: ClientSelectionEnv) -> dict[str, float]:
     duration before it has taken part), so that an estimate ranks against reported latencies like for like
     (:func:`fedenv.baselines.base.expected_duration_s`)."""
     return {agent: float(s) for agent, s in zip(env.possible_agents, env.simulator.profile_round_s())}
+
+
+def candidate_round_s(env: ClientSelectionEnv) -> dict[str, float]:
+    """``candidate -> `` the time it would add to the coming round of ``env`` if selected, s, read ahead from the
+    trace (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`): what an oracle policy
+    (:attr:`fedenv.baselines.Policy.looks_ahead`) is given, never an observation."""
+    simulator = env.simulator
+    return {env.possible_agents[int(i)]: float(s) for i, s in zip(simulator.candidates, simulator.candidate_round_s())}

@@ -1,0 +1,44 @@
+"""An oracle diagnostic: ``stale-fastest`` ranking the candidates by the round times they will take."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from fedenv.baselines.stale_fastest import StaleFastestPolicy
+
+
+class OracleFastestPolicy(StaleFastestPolicy):
+    """:class:`~fedenv.baselines.StaleFastestPolicy`'s rule with "fastest" and "slowest" read from the round times
+    the candidates will take this round (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`,
+    given before each decision through :meth:`~fedenv.baselines.base.Policy.look_ahead`) instead of the server's
+    estimates from past reports and device profiles.
+
+    No server knows these times before the round, so this is not a policy to compare with: it bounds what
+    a better latency estimate could add to the rule, the privileged-information upper bound ("oracle") that
+    studies of client selection report beside their heuristics. ``compared = False``: ``evaluate.py --policies
+    all`` leaves it out; it cannot label a learner's demonstrations (:mod:`agents.demonstrations`), whose
+    episodes give no look-ahead.
+
+    Raises:
+        ValueError: the options :class:`~fedenv.baselines.StaleFastestPolicy` refuses; from :meth:`act`,
+            a round whose look-ahead was not given (a runner other than :func:`fedenv.evaluation.run_episode`).
+    """
+
+    looks_ahead: ClassVar[bool] = True
+
+    def __init__(self, k: int = 1, last_rounds: int = 3, drop: int = 1, num_rounds: int = 20,
+                 name: str = "oracle-fastest"):
+        super().__init__(k=k, last_rounds=last_rounds, drop=drop, num_rounds=num_rounds, name=name)
+        self.round_s: dict[str, float] | None = None
+
+    def look_ahead(self, round_s: Mapping[str, float]) -> None:
+        self.round_s = dict(round_s)
+
+    def durations_s(self, chosen, infos):
+        round_s, self.round_s = self.round_s, None
+        missing = [agent for agent in chosen if round_s is None or agent not in round_s]
+        if missing:
+            raise ValueError(f"{self.name} was not given this round's look-ahead for {missing[:3]}: run it through "
+                             "fedenv.evaluation.run_episode, which calls look_ahead(candidate_round_s) before act")
+        return {agent: round_s[agent] for agent in chosen}
