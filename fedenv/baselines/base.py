@@ -103,7 +103,7 @@ class Policy(ABC):
 
     def look_ahead(self, round_s: Mapping[str, float]) -> None:  # noqa: B027 - optional no-op hook
         """Called by the runner before each :meth:`act` of a policy that :attr:`looks_ahead`, with
-        ``candidate -> `` the time it would add to the coming round if selected, s
+        ``{candidate: seconds}``, the time each would add to the coming round if selected
         (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`), which no server knows before the
         round; other policies are never called."""
 

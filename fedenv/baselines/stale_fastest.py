@@ -63,7 +63,7 @@ class StaleFastestPolicy(Policy):
         return {agent: int(agent in selected) for agent in chosen}
 
     def durations_s(self, chosen: list[str], infos) -> dict[str, float]:
-        """``agent -> `` the round time that ranks the candidates ``chosen``, s: the server's estimate
+        """``{agent: seconds}``, the round time that ranks each of the candidates ``chosen``: the server's estimate
         (:func:`~fedenv.baselines.base.expected_duration_s`)."""
         return {agent: expected_duration_s(agent, infos[agent], self.profile_duration_s) for agent in chosen}
 

@@ -120,7 +120,7 @@ def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: 
 
 
 def profile_duration_s(env: ClientSelectionEnv) -> dict[str, float]:
-    """``agent -> `` each client's round time estimated from its device profile in the trace, s, for the
+    """``{agent: seconds}``, each client's round time estimated from its device profile in the trace, for the
     episode ``env`` was last reset to (:meth:`fedenv.simulator.FederationSimulator.profile_round_s`: the
     download, one local epoch of its data and the upload, as FedScale's client manager estimates a client's
     duration before it has taken part), so that an estimate ranks against reported latencies like for like
@@ -129,7 +129,7 @@ def profile_duration_s(env: ClientSelectionEnv) -> dict[str, float]:
 
 
 def candidate_round_s(env: ClientSelectionEnv) -> dict[str, float]:
-    """``candidate -> `` the time it would add to the coming round of ``env`` if selected, s, read ahead from the
+    """``{candidate: seconds}``, the time each would add to the coming round of ``env`` if selected, read ahead from the
     trace (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`): what an oracle policy
     (:attr:`fedenv.baselines.Policy.looks_ahead`) is given, never an observation."""
     simulator = env.simulator
