@@ -311,7 +311,7 @@ def test_bad_demonstration_settings_are_refused_naming_the_value():
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
-def test_every_registered_policy_can_demonstrate_but_an_oracle(name):
+def test_every_registered_policy_can_demonstrate_except_an_oracle(name):
     config = dataclasses.replace(ALWAYS_EXPLORE, demonstrator=name)
     if make_policy(name).looks_ahead:  # it reads the round's true times, which a learner's episodes do not give
         with pytest.raises(ValueError, match=rf"vdn demonstrator='{name}': policy '{name}' is an oracle"):

@@ -18,10 +18,19 @@ def test_the_look_ahead_is_what_the_selected_clients_then_add_to_the_round(probi
     simulator = FederationSimulator(tiny_config(num_clients=6, clients_per_round=4, num_rounds=4, local_epochs=2,
                                                 probing=probing))
     run_alone(simulator.reset_process(7))
+    replay, data_size = simulator.replay, simulator.clients.data_size
     for pick in ([0], [1, 3], [0, 1, 2, 3], [2]):
-        candidates = simulator.candidates
+        candidates, t = simulator.candidates, simulator.round
         ahead_s = simulator.candidate_round_s()
-        assert ahead_s.shape == candidates.shape and (ahead_s > 0).all()
+        # each candidate's own time recomputed from the trace (an MLP trains every sample each epoch): the remaining
+        # epochs and the upload after probing, the download, every epoch and the upload without it
+        upload_kbps, download_kbps = replay.bandwidth_kbps(t)
+        upload_s = replay.transfer_s(upload_kbps[candidates])
+        epochs = 1 if probing else 2
+        by_hand = replay.compute_s(candidates, data_size[candidates] * epochs, t) + upload_s
+        if not probing:
+            by_hand = by_hand + replay.transfer_s(download_kbps[candidates])
+        assert ahead_s == pytest.approx(by_hand)
         # the probing phase waits for the slowest candidate's probe (download + first epoch), reported after reset
         probing_s = simulator.clients.probe_latency_hist_s[candidates, 0].max() if probing else 0.0
         chosen = np.zeros(6, dtype=bool)
@@ -47,6 +56,8 @@ def test_the_oracle_ranks_by_the_look_ahead_where_stale_fastest_ranks_by_the_rep
 
 
 def test_the_oracle_refuses_a_round_without_its_look_ahead_and_cannot_demonstrate():
+    with pytest.raises(ValueError, match=r"^oracle-fastest k=0"):
+        make_policy("oracle-fastest", k=0)
     oracle = make_policy("oracle-fastest", num_rounds=3)
     assert (oracle.looks_ahead, oracle.compared, oracle.probes) == (True, False, False)
     oracle.reset(0)
@@ -55,6 +66,10 @@ def test_the_oracle_refuses_a_round_without_its_look_ahead_and_cannot_demonstrat
     oracle.look_ahead({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
     oracle.act(observations(), infos())
     with pytest.raises(ValueError, match="look-ahead"):  # each look-ahead serves one round
+        oracle.act(observations(), infos())
+    oracle.look_ahead({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
+    oracle.reset(1)
+    with pytest.raises(ValueError, match="look-ahead"):  # nor does it outlive its episode
         oracle.act(observations(), infos())
     with pytest.raises(ValueError, match=r"'oracle-fastest:k=2' is an oracle"):
         make_demonstrator("oracle-fastest:k=2", fedenv.EnvConfig())

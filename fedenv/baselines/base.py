@@ -105,7 +105,7 @@ class Policy(ABC):
         """Called by the runner before each :meth:`act` of a policy that :attr:`looks_ahead`, with
         ``{candidate: seconds}``, the time each would add to the coming round if selected
         (:meth:`fedenv.simulator.FederationSimulator.candidate_round_s`), which no server knows before the
-        round; other policies are never called."""
+        round; it is never called for other policies."""
 
     def register_clients(self, profile_duration_s: Mapping[str, float], probing: bool) -> None:  # noqa: B027
         """Called by the runner (:func:`fedenv.evaluation.run_episode`) after :meth:`reset`, before the

@@ -30,7 +30,10 @@ class OracleFastestPolicy(StaleFastestPolicy):
     def __init__(self, k: int = 1, last_rounds: int = 3, drop: int = 1, num_rounds: int = 20,
                  name: str = "oracle-fastest"):
         super().__init__(k=k, last_rounds=last_rounds, drop=drop, num_rounds=num_rounds, name=name)
-        self.round_s: dict[str, float] | None = None
+
+    def reset(self, seed: int) -> None:
+        super().reset(seed)
+        self.round_s: dict[str, float] | None = None  # a look-ahead never acted on does not reach the next episode
 
     def look_ahead(self, round_s: Mapping[str, float]) -> None:
         self.round_s = dict(round_s)

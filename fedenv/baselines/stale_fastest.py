@@ -37,7 +37,7 @@ class StaleFastestPolicy(Policy):
     def __init__(self, k: int = 1, last_rounds: int = 3, drop: int = 1, num_rounds: int = 20,
                  name: str = "stale-fastest"):
         if k < 1 or drop < 0 or not 0 <= last_rounds <= num_rounds:
-            raise ValueError(f"stale-fastest k={k}, last_rounds={last_rounds}, drop={drop}: need k >= 1, "
+            raise ValueError(f"{name} k={k}, last_rounds={last_rounds}, drop={drop}: need k >= 1, "
                              f"drop >= 0 and 0 <= last_rounds <= num_rounds={num_rounds}")
         self.k, self.last_rounds, self.drop, self.num_rounds, self.name = k, last_rounds, drop, num_rounds, name
         self.profile_duration_s: dict[str, float] = {}
