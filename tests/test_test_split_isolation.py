@@ -23,7 +23,7 @@ from fedenv.calibration import calibrate_weights
 from fedenv.data import DatasetSpec, load_dataset
 from fedenv.env import INFO_KEYS, ClientSelectionEnv
 from fedenv.evaluation import policy_config, run_episode
-from fedenv.evaluation.rollout import profile_duration_s
+from fedenv.evaluation.rollout import candidate_round_s, profile_duration_s
 from fedenv.registry import DATASETS, POLICIES
 from tests.helpers import tiny_config
 
@@ -62,6 +62,8 @@ def play(env: ClientSelectionEnv, policy, seed: int) -> dict:
 
     keep(observations, infos)
     while env.agents:
+        if policy.looks_ahead:
+            policy.look_ahead(candidate_round_s(env))  # an oracle's look-ahead, from the trace alone
         actions = policy.act(observations, infos)
         observations, rewards, _, _, infos = env.step(actions)
         policy.observe(infos)
