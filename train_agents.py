@@ -32,7 +32,7 @@ import torch
 
 from agents.checkpoint import load_checkpoint
 from agents.config import VDNConfig
-from agents.trainer import CHECKPOINT_NAME, train_vdn
+from agents.trainer import CHECKPOINT_NAME, check_for_federation, train_vdn
 from agents.validation import BEST_NAME, VALIDATION_SEEDS, check_validation_seeds
 from fedenv.baselines import FedAvgPolicy, RandomPolicy
 from fedenv.cli import (
@@ -340,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--overwrite starts a new run in --run-dir; it does not go with --resume")
         plans = [resumed_plan(parser, args)] if args.resume else new_plans(args)
         ClientSelectionEnv(plans[0].env_config)  # data, trace, model and partition checks: fail before any output
+        check_for_federation(plans[0].vdn_config, plans[0].env_config)  # the demonstrator, the exploration schedule
         if ray_options is not None:
             start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
         for plan in [] if args.resume else plans:  # the last check: --overwrite deletes

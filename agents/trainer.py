@@ -60,6 +60,25 @@ from fedenv.vector import VectorClientSelectionEnv
 CHECKPOINT_NAME = "checkpoint.pt"
 
 
+def check_for_federation(vdn_config: VDNConfig, env_config: EnvConfig) -> None:
+    """The checks of ``vdn_config`` that need the federation (:meth:`VDNConfig.validate` makes the others), made
+    by :class:`Trainer` and, before anything is written, by ``train_agents.py``.
+
+    Raises:
+        ValueError: ``exploration_uploads`` whose ``L`` exceeds ``env_config.num_rounds``; a ``demonstrator``
+            that cannot be built for this federation (names it and why:
+            :func:`agents.demonstrations.make_demonstrator`).
+    """
+    if vdn_config.exploration_uploads and vdn_config.exploration_uploads[1] > env_config.num_rounds:
+        raise ValueError(f"vdn exploration_uploads={vdn_config.exploration_uploads!r}: L (all upload in the last "
+                         f"L rounds) must be at most num_rounds={env_config.num_rounds}")
+    if vdn_config.demonstrator:
+        try:
+            make_demonstrator(vdn_config.demonstrator, env_config)
+        except ValueError as error:
+            raise ValueError(f"vdn demonstrator={vdn_config.demonstrator!r}: {error}") from None
+
+
 class Trainer:
     """VDN training state: rollout source, learner, replay buffer, counters and generators.
 
@@ -101,14 +120,7 @@ class Trainer:
     def __init__(self, env_config: EnvConfig, vdn_config: VDNConfig, episodes: int, seed: int = 0,
                  num_envs: int = 1, schedule_episodes: int | None = None, ray_options: RayOptions | None = None,
                  overlap_learner: bool = False):
-        if vdn_config.exploration_uploads and vdn_config.exploration_uploads[1] > env_config.num_rounds:
-            raise ValueError(f"vdn exploration_uploads={vdn_config.exploration_uploads!r}: L (all upload in the last "
-                             f"L rounds) must be at most num_rounds={env_config.num_rounds}")
-        if vdn_config.demonstrator:
-            try:
-                make_demonstrator(vdn_config.demonstrator, env_config)
-            except ValueError as error:
-                raise ValueError(f"vdn demonstrator={vdn_config.demonstrator!r}: {error}") from None
+        check_for_federation(vdn_config, env_config)
         if overlap_learner and ray_options is not None:
             raise ValueError("overlap_learner trains beside episodes played in this process; with ray_options the "
                              "Ray actors already play apart from the learner")

@@ -41,3 +41,20 @@ def test_an_infeasible_partition_is_refused_before_anything_is_printed_or_writte
         f"Try '{prog} --help' for more information.",
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("demonstrator, why", [
+    ("stale-fastest:last_rounds=25", "stale-fastest k=1, last_rounds=25, drop=1: need k >= 1, drop >= 0 and "
+                                     "0 <= last_rounds <= num_rounds=20"),
+    ("oracle-fastest", "policy 'oracle-fastest' is an oracle that reads each round's true round times, which a "
+                       "learner's episodes do not give; choose a policy a server could run"),
+])
+def test_a_demonstrator_the_federation_cannot_serve_is_refused_before_anything_is_written(demonstrator, why,
+                                                                                           tmp_path):
+    # before, the refusal came after config.json was written, and that file then refused the corrected rerun
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(ROOT / "train_agents.py"), "--run-dir", "made", "--vdn-demonstrator",
+                           demonstrator], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[1] == f"train_agents.py: error: vdn demonstrator={demonstrator!r}: {why}"
+    assert list(tmp_path.iterdir()) == []
