@@ -14,9 +14,10 @@ class OracleFastestPolicy(StaleFastestPolicy):
     given before each decision through :meth:`~fedenv.baselines.base.Policy.look_ahead`) instead of the server's
     estimates from past reports and device profiles.
 
-    No server knows these times before the round, so this is not a policy to compare with: it bounds what
-    a better latency estimate could add to the rule, the privileged-information upper bound ("oracle") that
-    studies of client selection report beside their heuristics. ``compared = False``: ``evaluate.py --policies
+    No server knows these times before the round, so this is not a policy to compare with: it measures what exact
+    round times, in place of the estimates, give the rule, a privileged-information diagnostic ("oracle") of the kind
+    studies of client selection report beside their heuristics. It bounds no policy: ranking greedily by this round's
+    times can do worse over an episode than ranking by the estimates. ``compared = False``: ``evaluate.py --policies
     all`` leaves it out; it cannot label a learner's demonstrations (:mod:`agents.demonstrations`), whose
     episodes give no look-ahead.
 
@@ -39,9 +40,12 @@ class OracleFastestPolicy(StaleFastestPolicy):
         self.round_s = dict(round_s)
 
     def durations_s(self, chosen, infos):
+        """``{agent: seconds}``, the time each of the candidates ``chosen`` will take this round, from the look-ahead
+        given for it (consumed: each serves one round)."""
         round_s, self.round_s = self.round_s, None
         missing = [agent for agent in chosen if round_s is None or agent not in round_s]
         if missing:
             raise ValueError(f"{self.name} was not given this round's look-ahead for {missing[:3]}: run it through "
-                             "fedenv.evaluation.run_episode, which calls look_ahead(candidate_round_s) before act")
+                             "fedenv.evaluation.run_episode, or call "
+                             "look_ahead(fedenv.evaluation.candidate_round_s(env)) before each act")
         return {agent: round_s[agent] for agent in chosen}
