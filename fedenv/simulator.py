@@ -201,16 +201,11 @@ class FederationSimulator:
         upload_s = self.replay.transfer_s(upload_kbps[selected])
         if not len(candidates):
             arrived, latency_s = np.zeros(0, dtype=bool), self.replay.wait_s(self.wall_clock_s)
-        elif cfg.probing:
-            rest_s = self.replay.compute_s(selected, self.clients.epoch_samples[selected] * (cfg.local_epochs - 1),
-                                           self.round)
-            arrived = on_time(self._probe_s, rest_s + upload_s, cfg.round_deadline_s)
-            latency_s = capped_latency_s(round_latency_s(self._probe_s, rest_s + upload_s), cfg.round_deadline_s,
-                                         self._probe_s)
         else:
-            whole_s = full_round_s(*self._first_epoch_s(selected), cfg.local_epochs, upload_s)
-            arrived = on_time(np.zeros(0), whole_s, cfg.round_deadline_s)
-            latency_s = capped_latency_s(round_latency_s(np.zeros(0), whole_s), cfg.round_deadline_s)
+            finish_s = self.candidate_round_s()[picked]
+            arrived = on_time(self._probe_s, finish_s, cfg.round_deadline_s)
+            latency_s = capped_latency_s(round_latency_s(self._probe_s, finish_s), cfg.round_deadline_s,
+                                         self._probe_s)
         completed = selected[arrived]
         usable, kept, weights = completed, completed, np.zeros(0)
         if len(completed):
