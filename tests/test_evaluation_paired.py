@@ -85,6 +85,21 @@ def test_references_are_fedavg_and_the_fixed_policy_of_highest_mean_return():
     assert compare_to_references(per_episode)[0] == {"fedavg": "fedavg", "best_fixed": "oort"}  # vdn is learned
 
 
+def test_only_a_compared_baseline_is_the_yardstick_also_with_options_and_references_are_still_compared():
+    from fedenv.baselines import compared_policies
+    from fedenv.registry import POLICIES
+
+    outside = [name for name in POLICIES if name not in compared_policies()]
+    assert outside  # the registry holds references of ours (stale-fastest, late-rounds, ...)
+    per_episode = {"fedavg": episodes([0.1, 0.2]), "oort": episodes([0.3, 0.3]),
+                   "oort:select_fraction=0.5": episodes([0.4, 0.4]),
+                   **{f"{name}:k=2" if i % 2 else name: episodes([0.9, 0.9]) for i, name in enumerate(outside)}}
+    references, rows = compare_to_references(per_episode)
+    assert references == {"fedavg": "fedavg", "best_fixed": "oort:select_fraction=0.5"}
+    compared = {row["policy"] for row in rows if row["role"] == "best_fixed"}
+    assert compared == set(per_episode) - {"oort:select_fraction=0.5"}
+
+
 def test_paired_differences_pool_a_learned_policys_runs_and_keep_its_seeds_paired():
     per_episode = {"fedavg": episodes([1.0, 5.0, 9.0]),
                    "vdn": episodes([2.0, 6.0, 10.0], checkpoint="run0") + episodes([3.0, 7.0, 11.0], checkpoint="run1")}

@@ -62,8 +62,10 @@ class Policy(ABC):
             client a candidate (``clients_per_round = num_clients``); with probing it keeps the env's
             random candidates and warns.
         compared: whether ``evaluate.py --policies all`` and the studies' comparisons with every fixed
-            policy include it (:func:`~fedenv.baselines.factory.compared_policies`); False for policies
-            that only make sense with options (a schedule, a sweep's settings).
+            policy include it (:func:`~fedenv.baselines.factory.compared_policies`), and so whether it can be
+            the best fixed policy that paired differences are taken against
+            (:func:`~fedenv.evaluation.paired.compare_to_references`); False for policies that only make sense
+            with options (a schedule, a sweep's settings) and for references of ours.
         looks_ahead: whether the policy is an oracle that reads the round's true round times before
             deciding (:meth:`look_ahead`, which :func:`fedenv.evaluation.run_episode` then calls before each
             :meth:`act`); False for every policy a server could run.

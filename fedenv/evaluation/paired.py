@@ -261,12 +261,16 @@ def per_seed_differences(per_episode: Mapping[str, list[dict]], references: Mapp
 
 
 def compare_to_references(per_episode: Mapping[str, list[dict]]) -> tuple[dict[str, str], list[dict]]:
-    """The references of a comparison (:func:`reference_policies`, the fixed policies being those registered
-    in :data:`fedenv.registry.POLICIES` and run without a checkpoint) and every policy's paired
-    differences to them (:func:`paired_differences` with its defaults)."""
-    from fedenv.registry import POLICIES
+    """The references of a comparison (:func:`reference_policies`) and every policy's paired differences to
+    them (:func:`paired_differences` with its defaults). The fixed policies that can be the best fixed one
+    are those ``--policies all`` compares (:func:`fedenv.baselines.compared_policies`: the seed papers'
+    baselines, also with options, ``oort:select_fraction=0.5``), run without a checkpoint. Policies outside
+    them (``stale-fastest``, ``late-rounds``, ``oracle-fastest``, ``select-all``: diagnostics and references
+    of ours) are compared to the references but are never the yardstick."""
+    from fedenv.baselines.factory import compared_policies
 
+    yardsticks = set(compared_policies())
     fixed = [name for name, episodes in per_episode.items()
-             if name in POLICIES and all(e.get("checkpoint") is None for e in episodes)]
+             if name.partition(":")[0] in yardsticks and all(e.get("checkpoint") is None for e in episodes)]
     references = reference_policies(per_episode, fixed)
     return references, paired_differences(per_episode, references)
