@@ -5,6 +5,7 @@
     python evaluate.py --checkpoint runs/seed0/checkpoint.pt runs/seed1/checkpoint.pt --policies all
     python evaluate.py --checkpoint runs/<run>/checkpoint.pt --num-clients 40    # transfer
     python evaluate.py --policies fedavg,random --episodes 3 --num-clients 20
+    python evaluate.py --policies fedavg,oort stale-fastest:k=2,drop=0     # a policy with its options
 
 Seeds are 1000 .. 1000 + episodes - 1 (10 episodes by default) unless ``--seeds`` is given; every
 policy runs the same seeds. With ``--checkpoint`` the environment is rebuilt from the checkpoint's
@@ -16,9 +17,11 @@ environment are printed above the table and written to results.json (``transfer`
 
 Under the table, every policy's paired difference (policy minus reference on the same seeds) of the team
 return and of the final accuracy is printed against FedAvg and against the best fixed policy by mean
-team return, with a 95 % bootstrap confidence interval over the evaluation seeds (and over training runs
-for ``vdn`` from several checkpoints; :mod:`fedenv.evaluation.paired`), labelled "better", "level" or
-"worse" from the interval alone; results.csv and results.json hold the same intervals.
+team return (among the seed papers' baselines that ``--policies all`` compares; a reference of ours named
+in ``--policies``, such as ``stale-fastest``, is compared but is never that yardstick), with a 95 %
+bootstrap confidence interval over the evaluation seeds (and over training runs for ``vdn`` from several
+checkpoints; :mod:`fedenv.evaluation.paired`), labelled "better", "level" or "worse" from the interval
+alone; results.csv and results.json hold the same intervals.
 
 Each policy runs in its own probing mode (``Policy.probes``, the ``probing`` column of the table and of
 results.csv): a learned policy in the mode it was trained in (FedMarl's probing by default: every
@@ -35,7 +38,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from fedenv.baselines import DEFAULT_SELECT_FRACTION, compared_policies, make_policy, options_for
+from fedenv.baselines import DEFAULT_SELECT_FRACTION, compared_policies, parse_policy_spec, policy_from_spec
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_compare
@@ -66,10 +69,12 @@ def build_parser() -> FlagParser:
     parser.add_argument("--sb3", default=None, metavar="DIR",
                         help="a Stable-Baselines3 policy saved by examples/sb3_*.py (adds it to the policies; "
                              "needs the [sb3] extra)")
-    parser.add_argument("--policies", default=None, metavar="NAMES",
-                        help=f"policies to compare, comma-separated, or 'all' ({', '.join(compared_policies())}, and "
-                             f"vdn with --checkpoint); allowed: {', '.join(POLICIES.names())}, vdn (default: "
-                             "fedavg,random, and vdn when --checkpoint is given)")
+    parser.add_argument("--policies", nargs="+", default=None, metavar="POLICY",
+                        help=f"policies to compare: 'all' ({', '.join(compared_policies())}, and vdn with "
+                             "--checkpoint), or items each a comma-separated list of names or one policy with "
+                             "options, NAME:OPTION=VALUE,... (e.g. --policies fedavg,oort stale-fastest:k=2,drop=0); "
+                             f"allowed: {', '.join(POLICIES.names())}, vdn (default: fedavg,random, and vdn when "
+                             "--checkpoint is given). Policies that count rounds take the federation's --num-rounds")
     parser.add_argument("--select-fraction", type=float, default=DEFAULT_SELECT_FRACTION, metavar="F",
                         help="share m / candidates in (0, 1] that fedcm-ucb, fedcm-ts, oort and fastest select "
                              "each round (default: %(default)s, FedCM's 8 of 20 clients)")
@@ -134,40 +139,57 @@ def load_checkpoints(patterns: list[str]):
     return policies, paths, shared_training_config([p.env_config for p in policies], paths)
 
 
-def build_policies(names: list[str], learned: list, paths: list[str], select_fraction: float):
-    """The policies ``names`` asks for, ``vdn`` once per checkpoint, and the checkpoint of each (None for
-    a fixed policy), in the same order."""
+def build_policies(specs: list[str], learned: list, paths: list[str], **settings):
+    """The policies ``specs`` asks for (:func:`policy_specs`), ``vdn`` once per checkpoint, and the checkpoint of
+    each (None for a fixed policy), in the same order. A fixed policy is built by
+    :func:`~fedenv.baselines.policy_from_spec` with ``settings`` (``select_fraction``, ``num_rounds``) where it
+    takes them.
+
+    Raises:
+        ValueError: an option a policy does not take, or a value it refuses.
+    """
     policies, checkpoints = [], []
-    for name in names:
-        if name == "vdn":
+    for spec in specs:
+        if spec == "vdn":
             policies += learned
             checkpoints += paths
         else:
-            policies.append(make_policy(name, **options_for(name, select_fraction=select_fraction)))
+            policies.append(policy_from_spec(spec, **settings))
             checkpoints.append(None)
     return policies, checkpoints
 
 
-def policy_names(spec: str | None, learned: bool) -> list[str]:
-    """The policies ``--policies`` names (``all``, a comma-separated list, or None: fedavg, random and, with a
-    checkpoint (``learned``), vdn). With a checkpoint and a list that leaves vdn out, warns on stderr that the
-    checkpoint then only sets the federation.
+def policy_specs(items: list[str] | None, learned: bool) -> list[str]:
+    """The policies ``--policies`` names: ``all``; items that are each a comma-separated list of names or one
+    policy with options, ``NAME:OPTION=VALUE,...`` (:func:`~fedenv.baselines.parse_policy_spec`; its commas
+    separate its options); or None: fedavg, random and, with a checkpoint (``learned``), vdn. With a checkpoint
+    and a list that leaves vdn out, warns on stderr that the checkpoint then only sets the federation.
 
     Raises:
-        ValueError: an unknown name (the message lists the allowed ones), or vdn without a checkpoint.
+        ValueError: an unknown name (the message lists the allowed ones), a malformed option, ``all`` beside
+            other items, a policy named twice, options given to vdn, or vdn without a checkpoint.
     """
-    if spec == "all":
-        names = [*compared_policies(), *(["vdn"] if learned else [])]
+    if items == ["all"]:
+        specs = [*compared_policies(), *(["vdn"] if learned else [])]
+    elif items is None:
+        specs = ["fedavg", "random", *(["vdn"] if learned else [])]
     else:
-        names = spec.split(",") if spec else ["fedavg", "random", *(["vdn"] if learned else [])]
-    for name in names:
+        if "all" in items:
+            raise ValueError(f"--policies {' '.join(items)}: 'all' stands alone")
+        specs = [spec for item in items for spec in ([item] if ":" in item else item.split(","))]
+    for spec in specs:
+        name, options = parse_policy_spec(spec)
         check_known(name, [*POLICIES.names(), "vdn"], "policy", field=False)
-    if "vdn" in names and not learned:
+        if name == "vdn" and options:
+            raise ValueError(f"--policies {spec}: vdn takes no options (its checkpoint sets it)")
+        if specs.count(spec) > 1:
+            raise ValueError(f"--policies names {spec} twice")
+    if "vdn" in specs and not learned:
         raise ValueError("policy vdn needs --checkpoint PATH")
-    if learned and "vdn" not in names:
+    if learned and "vdn" not in specs:
         print("warning: --policies leaves out vdn, so the checkpoint sets the federation only and its agent is not "
               "evaluated (add vdn to --policies)", file=sys.stderr, flush=True)
-    return names
+    return specs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
     policy = learned[0] if learned else None
     try:
-        names = policy_names(args.policies, policy is not None)
+        specs = policy_specs(args.policies, policy is not None)
     except ValueError as error:
         parser.error(str(error))
     extra = []
@@ -200,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env_config = env_config_from_args(args, base)
         ClientSelectionEnv(env_config)  # every error a configuration can cause (partition included), before output
+        policies, checkpoints = build_policies(specs, learned, paths, select_fraction=args.select_fraction,
+                                               num_rounds=env_config.num_rounds)
         ray_options = ray_options_from_args(args)
         if ray_options is not None:
             start_ray(ray_options)  # a cluster too small for --num-workers is refused, never waited on
@@ -210,7 +234,6 @@ def main(argv: list[str] | None = None) -> int:
             each.check_layout(feature_names(**layout_options(env_config)))
         except ValueError as error:
             parser.error(str(error))
-    policies, checkpoints = build_policies(names, learned, paths, args.select_fraction)
     policies += extra
     checkpoints += [None] * len(extra)
     probing = PROBING_MODES[args.probing_mode]

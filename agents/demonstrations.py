@@ -39,7 +39,7 @@ def make_demonstrator(spec: str, env_config: EnvConfig) -> Policy:
         ValueError: a malformed spec, a name that is not registered, an option the policy does not take or a
             value it refuses; an oracle (``Policy.looks_ahead``), whose look-ahead a learner's episodes do not give.
     """
-    policy = policy_from_spec(spec, env_config.num_rounds)
+    policy = policy_from_spec(spec, num_rounds=env_config.num_rounds)
     if policy.looks_ahead:
         raise ValueError(f"policy {spec!r} is an oracle that reads each round's true round times, which a "
                          "learner's episodes do not give; choose a policy a server could run")

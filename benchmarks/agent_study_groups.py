@@ -229,7 +229,7 @@ def reference_policies(items: list[str], num_rounds: int) -> list:
         ValueError: a malformed item, a name that is not registered, an option the policy does not take or a
             value it refuses.
     """
-    return [policy_from_spec(item, num_rounds) for item in items]
+    return [policy_from_spec(item, num_rounds=num_rounds) for item in items]
 
 
 def evaluate_setting(study: Study, setting: str, out: Path) -> tuple[dict[str, list[dict]], dict[str, dict],

@@ -44,7 +44,7 @@ import torch
 from agents.config import VDNConfig
 from agents.ray_training import acting_weights
 from agents.trainer import Trainer
-from evaluate import FIRST_EVAL_SEED, build_policies, policy_names
+from evaluate import FIRST_EVAL_SEED, build_policies, policy_specs
 from fedenv.baselines import DEFAULT_SELECT_FRACTION, FedAvgPolicy
 from fedenv.config import EnvConfig
 from fedenv.distributed import RayOptions
@@ -101,7 +101,7 @@ def warm_up_workers(config: EnvConfig, workers: int, attempts: int = WARM_UP_ATT
 
 def all_policies():
     """New instances of ``evaluate.py --policies all``'s policies (no checkpoint)."""
-    return build_policies(policy_names("all", learned=False), [], [], DEFAULT_SELECT_FRACTION)[0]
+    return build_policies(policy_specs(["all"], learned=False), [], [], select_fraction=DEFAULT_SELECT_FRACTION)[0]
 
 
 def bench_evaluation(config: EnvConfig, episodes: int, options: RayOptions) -> bool:

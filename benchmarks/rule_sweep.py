@@ -53,7 +53,7 @@ def sweep(federation: EnvConfig, specs: list[str], settings: list[str], seeds: l
     table = {}
     for setting in settings:
         config = setting_config(federation, setting, data_root)
-        policies = [policy_from_spec(spec, config.num_rounds) for spec in specs]
+        policies = [policy_from_spec(spec, num_rounds=config.num_rounds) for spec in specs]
         records = evaluate_policies(config, policies, list(seeds), progress=True)
         table[setting] = {spec: float(np.mean([r.team_return for r in records[spec]])) for spec in specs}
     return table

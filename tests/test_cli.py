@@ -211,11 +211,38 @@ def test_evaluate_into_a_folder_holding_another_evaluation_is_refused_and_keeps_
     assert [row["seed"] for row in csv.DictReader((out / "results.csv").open())] == ["1001"]
 
 
+def test_evaluate_builds_policies_with_their_options_and_the_federations_rounds(tmp_path):
+    policies, checkpoints = evaluate.build_policies(
+        evaluate.policy_specs(["fastest,late-rounds", "stale-fastest:k=2,drop=0", "fastest:select_fraction=0.5"],
+                              learned=False), [], [], select_fraction=0.25, num_rounds=4)
+    assert [p.name for p in policies] == ["fastest", "late-rounds", "stale-fastest:k=2,drop=0",
+                                          "fastest:select_fraction=0.5"]
+    assert checkpoints == [None] * 4
+    assert [policies[0].select_fraction, policies[3].select_fraction] == [0.25, 0.5]  # the spec's own wins
+    assert [policies[1].num_rounds, policies[2].num_rounds] == [4, 4]  # not their default 20
+    assert (policies[2].k, policies[2].drop) == (2, 0)
+    # end to end: with 2 rounds, stale-fastest's last 2 rounds upload every candidate (drop=0), as FedAvg does;
+    # built with its default 20 rounds it would upload one client a round
+    out = tmp_path / "eval"
+    assert evaluate.main(["--policies", "fedavg", "stale-fastest:last_rounds=2,drop=0", "--episodes", "1", "--out",
+                          str(out), "--no-progress", *TINY_FLAGS]) == 0
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    uploads = {row["policy"]: row["total_upload_mb_mean"] for row in summary}
+    assert uploads["stale-fastest:last_rounds=2,drop=0"] == uploads["fedavg"] > 0
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--clients-per-round", "20"], "clients_per_round=20 must be <= num_clients=10"),
     (["--policies", "fedavg,oracle"], "policy 'oracle' is not known; allowed: fedavg"),
     (["--policies", "vdn"], "policy vdn needs --checkpoint"),
     (["--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
+    (["--policies", "fedavg,oort", "fedavg"], "--policies names fedavg twice"),
+    (["--policies", "all", "fedavg"], "--policies all fedavg: 'all' stands alone"),
+    (["--policies", "stale-fastest:k"], "policy 'stale-fastest:k': option 'k' is not OPTION=VALUE"),
+    (["--policies", "fastest:k=2"], "policy 'fastest' takes no option 'k'; it takes: select_fraction"),
+    (["--policies", "stale-fastest:k=0"], "stale-fastest k=0, last_rounds=3, drop=1: need k >= 1"),
+    (["--policies", "late-rounds:last_rounds=3", "--num-rounds", "2"], "need k >= 0 and 0 <= last_rounds <= "
+                                                                       "num_rounds=2"),
 ])
 def test_bad_evaluate_flags_exit_with_a_one_line_error(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

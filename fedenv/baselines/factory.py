@@ -85,17 +85,20 @@ def parse_policy_spec(spec: str) -> tuple[str, dict]:
     return name, options
 
 
-def policy_from_spec(spec: str, num_rounds: int) -> Policy:
-    """The policy ``spec`` (:func:`parse_policy_spec`) built by :func:`make_policy` with its options and
-    ``num_rounds`` where it takes it (a schedule-like policy counts the rounds left), named ``spec``
-    (``stale-fastest:k=2``).
+def policy_from_spec(spec: str, **settings) -> Policy:
+    """The policy ``spec`` (:func:`parse_policy_spec`) built by :func:`make_policy` with its options and, where
+    the policy takes them (:func:`options_for`), ``settings`` shared by several policies: ``num_rounds`` (a
+    schedule-like policy counts the rounds left) or ``select_fraction``; the spec's own options win. Named
+    ``spec`` (``stale-fastest:k=2``).
+
+    Example: ``policy_from_spec("stale-fastest:k=2", num_rounds=10)``.
 
     Raises:
         ValueError: a malformed spec, a name that is not registered, an option the policy does not take or a
             value it refuses.
     """
     name, options = parse_policy_spec(spec)
-    policy = make_policy(name, **{**options_for(name, num_rounds=num_rounds), **options})
+    policy = make_policy(name, **{**options_for(name, **settings), **options})
     policy.name = spec
     return policy
 
