@@ -7,7 +7,7 @@ policy in its own probing mode (:func:`fedenv.evaluation.evaluate_policies`).
 
     python -m benchmarks.rule_sweep --policies fastest oort stale-fastest stale-fastest:k=2 stale-fastest:k=3 \\
         stale-fastest:k=4 --settings trained 4x 8x        # docs/results/learned-agent.md, seeds 500-507
-    python -m benchmarks.rule_sweep --dataset mnist --data-root DIR --num-clients 100 --clients-per-round 10 \
+    python -m benchmarks.rule_sweep --dataset mnist --data-root DIR --num-clients 100 --clients-per-round 10 \\
         --train-samples 20000 --policies fastest oort stale-fastest stale-fastest:k=2 --settings trained 4x 8x
     python -m benchmarks.rule_sweep --quick               # CI size (seconds)
 
@@ -23,14 +23,12 @@ from pathlib import Path
 if not __package__:  # run as a file, python benchmarks/NAME.py: import this checkout (repo root), as -m does
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import argparse
-
 import numpy as np
 
 from benchmarks.agent_study_settings import SETTINGS, setting_config
 from benchmarks.common import QUICK_FEDERATION
 from fedenv.baselines import policy_from_spec
-from fedenv.cli import add_env_arguments, env_config_from_args
+from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args
 from fedenv.config import EnvConfig
 from fedenv.evaluation import evaluate_policies
 
@@ -69,7 +67,7 @@ def markdown(table: dict[str, dict[str, float]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = FlagParser(prog="python -m benchmarks.rule_sweep", description=__doc__)
     parser.add_argument("--policies", nargs="+", metavar="POLICY[:OPTION=VALUE,...]",
                         help="default: fastest oort stale-fastest")
     parser.add_argument("--settings", nargs="+", metavar="SETTING", choices=list(SETTINGS), help="default: trained")

@@ -38,4 +38,6 @@ def test_bad_policies_and_settings_are_refused_naming_them(capsys):
                           (["--settings", "16x"], "invalid choice: '16x'")):
         with pytest.raises(SystemExit):
             rule_sweep.main(argv)
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert message in err
+        assert len(err.splitlines()) == 3  # usage, error, --help pointer: not the dozens of federation flags
