@@ -23,7 +23,7 @@ and the best fixed policy on the same seeds (``ratio``, :mod:`benchmarks.common`
 
     python -m benchmarks.transfer --quick --out results/transfer_quick
     python -m benchmarks.transfer --quick --rows cross-task --out results/transfer_quick_cross
-    python -m benchmarks.transfer --dataset mnist --data-root ~/data --train-samples 4500 --num-clients 10 \
+    python -m benchmarks.transfer --dataset mnist --data-root ~/data --train-samples 4500 --num-clients 10 \\
         --episodes 300 --out results/transfer
 
 With ``--train-samples N`` the clients keep their data sizes at 4K and 8K clients (``4N`` and ``8N``
