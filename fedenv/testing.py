@@ -170,29 +170,23 @@ def check_policy(name: str, seed: int = 3) -> None:
     :func:`fedenv.evaluation.run_episode` drives it) it acts only for candidates, with actions 0 or 1, and
     plays the same actions again after ``reset`` with the same seed."""
     from fedenv.baselines import make_policy
-    from fedenv.env import ClientSelectionEnv, policy_infos
+    from fedenv.env import ClientSelectionEnv
     from fedenv.evaluation import policy_config
-    from fedenv.evaluation.rollout import candidate_round_s, profile_duration_s
+    from fedenv.evaluation.rollout import policy_steps
 
     policy = make_policy(name)
     assert policy.name == name, f"policy {name!r} is built with the name {policy.name!r}"
     env = ClientSelectionEnv(policy_config(EnvConfig(**TINY_ENV), policy))
 
     def episode() -> list[dict]:
-        observations, infos = env.reset(seed=seed)
-        policy.reset(seed)
-        policy.register_clients(profile_duration_s(env), env.config.probing)  # as run_episode does
-        played = []
-        while env.agents:
-            if policy.looks_ahead:
-                policy.look_ahead(candidate_round_s(env))  # as run_episode gives an oracle
-            actions = policy.act(observations, policy_infos(infos))  # as run_episode shows them
+        played, steps = [], policy_steps(env, policy, seed)  # as run_episode drives it
+        _, observations, _, _ = next(steps)
+        for actions, next_observations, _, _ in steps:
             candidates = {a for a, o in observations.items() if o["action_mask"][1]}
             assert set(actions) <= candidates, f"{name!r} acts for non-candidates {sorted(set(actions) - candidates)}"
             assert all(int(v) in (0, 1) and v == int(v) for v in actions.values()), f"{name!r}: actions {actions}"
-            observations, _, _, _, infos = env.step(actions)
-            policy.observe(policy_infos(infos))
             played.append({a: int(v) for a, v in actions.items()})
+            observations = next_observations
         return played
 
     assert episode() == episode(), f"{name!r}: the same seed gave other actions"

@@ -23,7 +23,7 @@ from fedenv.calibration import calibrate_weights
 from fedenv.data import DatasetSpec, load_dataset
 from fedenv.env import INFO_KEYS, ClientSelectionEnv
 from fedenv.evaluation import policy_config, run_episode
-from fedenv.evaluation.rollout import candidate_round_s, profile_duration_s
+from fedenv.evaluation.rollout import policy_steps
 from fedenv.registry import DATASETS, POLICIES
 from tests.helpers import tiny_config
 
@@ -50,26 +50,14 @@ def permuted_dataset():
 def play(env: ClientSelectionEnv, policy, seed: int) -> dict:
     """One episode of ``policy`` as :func:`~fedenv.evaluation.run_episode` plays it, but with the full infos
     (the test accuracy included) shown to the policy: every observation, action, reward and info."""
-    observations, infos = env.reset(seed=seed)
-    policy.reset(seed)
-    policy.register_clients(profile_duration_s(env), env.config.probing)
     trace = {"observations": [], "actions": [], "rewards": [], "infos": [], "test_accuracy": []}
-
-    def keep(observations, infos):
+    for actions, observations, rewards, infos in policy_steps(env, policy, seed, shown=lambda infos: infos):
+        if actions is not None:
+            trace["actions"].append(dict(actions))
+            trace["rewards"].append(rewards["client_0"])
         trace["observations"].append(np.stack([observations[a]["observation"] for a in env.possible_agents]))
         trace["infos"].append({a: {k: v for k, v in i.items() if k != "test_accuracy"} for a, i in infos.items()})
         trace["test_accuracy"].append(infos["client_0"]["test_accuracy"])
-
-    keep(observations, infos)
-    while env.agents:
-        if policy.looks_ahead:
-            policy.look_ahead(candidate_round_s(env))  # an oracle's look-ahead, from the trace alone
-        actions = policy.act(observations, infos)
-        observations, rewards, _, _, infos = env.step(actions)
-        policy.observe(infos)
-        trace["actions"].append(dict(actions))
-        trace["rewards"].append(rewards["client_0"])
-        keep(observations, infos)
     return trace
 
 

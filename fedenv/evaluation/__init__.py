@@ -17,7 +17,7 @@ from fedenv.evaluation.paired import (
 from fedenv.evaluation.plots import pareto_front, plot_results
 from fedenv.evaluation.progress import progress_bar
 from fedenv.evaluation.results import RESULT_FILES, write_results
-from fedenv.evaluation.rollout import EpisodeRecord, candidate_round_s, run_episode
+from fedenv.evaluation.rollout import EpisodeRecord, candidate_round_s, policy_steps, run_episode
 from fedenv.evaluation.tables import format_paired_table, format_table
 from fedenv.evaluation.transfer import HARMLESS_FIELDS, config_differences, describe_transfer, shared_training_config
 from fedenv.fileio import json_safe
@@ -43,6 +43,7 @@ __all__ = [
     "per_episode_metrics",
     "plot_results",
     "policy_config",
+    "policy_steps",
     "progress_bar",
     "reference_policies",
     "run_episode",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 from fedenv.baselines.base import Policy
@@ -89,24 +90,43 @@ class EpisodeRecord:
         return asdict(self)
 
 
-def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: str | None = None) -> EpisodeRecord:
-    """Run ``policy`` (loaded from ``checkpoint``, if any) in ``env`` for one episode started with
-    ``reset(seed=seed)``; after ``policy.reset(seed)`` the policy is given the clients' device-profile
-    estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`).
-    The policy is shown the infos without the test accuracy (:func:`~fedenv.env.policy_infos`), which only
-    the record keeps; an oracle (``policy.looks_ahead``) is also given each round's :func:`candidate_round_s`."""
+def policy_steps(env: ClientSelectionEnv, policy: Policy, seed: int,
+                 shown: Callable[[dict], dict] = policy_infos) -> Iterator[tuple[dict | None, dict, dict | None, dict]]:
+    """Drive ``policy`` through one episode of ``env`` started with ``reset(seed=seed)``, as every runner of a
+    fixed or learned policy does: after ``policy.reset(seed)`` the policy is given the clients' device-profile
+    estimates (:func:`profile_duration_s`) and the env's probing mode (:meth:`Policy.register_clients`); each
+    round an oracle (``policy.looks_ahead``) is given the round's :func:`candidate_round_s`, the policy acts on
+    the observations and ``shown(infos)`` (by default :func:`~fedenv.env.policy_infos`, the infos without the
+    test accuracy), the env steps and the policy observes ``shown`` of the new infos.
+
+    Yields:
+        ``(actions, observations, rewards, infos)``, keyed by agent: first the reset's, with ``actions`` and
+        ``rewards`` None, then each round's, ``actions`` those played on the previous observations. ``infos``
+        are the env's, in full.
+    """
     observations, infos = env.reset(seed=seed)
     policy.reset(seed)
     policy.register_clients(profile_duration_s(env), env.config.probing)
-    first = infos[env.possible_agents[0]]
-    record = EpisodeRecord(policy.name, seed, [first["test_accuracy"]], [first["validation_accuracy"]],
-                           [first["wall_clock_s"]], probing=env.config.probing, checkpoint=checkpoint)
+    yield None, observations, None, infos
     while env.agents:
         if policy.looks_ahead:
             policy.look_ahead(candidate_round_s(env))
-        actions = policy.act(observations, policy_infos(infos))
+        actions = policy.act(observations, shown(infos))
         observations, rewards, _, _, infos = env.step(actions)
-        policy.observe(policy_infos(infos))
+        policy.observe(shown(infos))
+        yield actions, observations, rewards, infos
+
+
+def run_episode(env: ClientSelectionEnv, policy: Policy, seed: int, checkpoint: str | None = None) -> EpisodeRecord:
+    """Run ``policy`` (loaded from ``checkpoint``, if any) in ``env`` for one episode started with
+    ``reset(seed=seed)``, driven by :func:`policy_steps` (the policy is shown the infos without the test
+    accuracy, which only the record keeps)."""
+    steps = policy_steps(env, policy, seed)
+    _, _, _, infos = next(steps)
+    first = infos[env.possible_agents[0]]
+    record = EpisodeRecord(policy.name, seed, [first["test_accuracy"]], [first["validation_accuracy"]],
+                           [first["wall_clock_s"]], probing=env.config.probing, checkpoint=checkpoint)
+    for _, _, rewards, infos in steps:
         info = infos[env.possible_agents[0]]
         record.test_accuracy.append(info["test_accuracy"])
         record.validation_accuracy.append(info["validation_accuracy"])
