@@ -17,7 +17,7 @@ environment are printed above the table and written to results.json (``transfer`
 
 Under the table, every policy's paired difference (policy minus reference on the same seeds) of the team
 return and of the final accuracy is printed against FedAvg and against the best fixed policy by mean
-team return (among the seed papers' baselines that ``--policies all`` compares; a reference of ours named
+team return (among the baselines that ``--policies all`` compares, with or without options; a reference of ours named
 in ``--policies``, such as ``stale-fastest``, is compared but is never that yardstick), with a 95 %
 bootstrap confidence interval over the evaluation seeds (and over training runs for ``vdn`` from several
 checkpoints; :mod:`fedenv.evaluation.paired`), labelled "better", "level" or "worse" from the interval
@@ -38,7 +38,13 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from fedenv.baselines import DEFAULT_SELECT_FRACTION, compared_policies, parse_policy_spec, policy_from_spec
+from fedenv.baselines import (
+    DEFAULT_SELECT_FRACTION,
+    check_policy_options,
+    compared_policies,
+    parse_policy_spec,
+    policy_from_spec,
+)
 from fedenv.cli import FlagParser, add_env_arguments, env_config_from_args, parse_with_config_file
 from fedenv.distributed import add_ray_arguments, ray_options_from_args, start_ray
 from fedenv.distributed.entry import run_compare
@@ -162,34 +168,59 @@ def build_policies(specs: list[str], learned: list, paths: list[str], **settings
 def policy_specs(items: list[str] | None, learned: bool) -> list[str]:
     """The policies ``--policies`` names: ``all``; items that are each a comma-separated list of names or one
     policy with options, ``NAME:OPTION=VALUE,...`` (:func:`~fedenv.baselines.parse_policy_spec`; its commas
-    separate its options); or None: fedavg, random and, with a checkpoint (``learned``), vdn. With a checkpoint
-    and a list that leaves vdn out, warns on stderr that the checkpoint then only sets the federation.
+    separate its options); or None: fedavg, random and, with a checkpoint (``learned``), vdn. Each is written
+    without stray spaces or empty parts (``fedavg, random`` -> ``fedavg`` and ``random``), and its option names
+    are checked here, its values when it is built (:func:`build_policies`). With a checkpoint and a list that
+    leaves vdn out, warns on stderr that the checkpoint then only sets the federation.
 
     Raises:
-        ValueError: an unknown name (the message lists the allowed ones), a malformed option, ``all`` beside
-            other items, a policy named twice, options given to vdn, or vdn without a checkpoint.
+        ValueError: an unknown name (the message lists the allowed ones), a malformed option or one the policy
+            does not take, ``all`` beside other items, a list of names with options, the same policy twice,
+            options given to vdn, or vdn without a checkpoint.
     """
-    if items == ["all"]:
-        specs = [*compared_policies(), *(["vdn"] if learned else [])]
-    elif items is None:
+    if items is None:
         specs = ["fedavg", "random", *(["vdn"] if learned else [])]
     else:
-        if "all" in items:
+        specs = [spec for item in items for spec in split_policies(item)]
+        if specs == ["all"]:
+            specs = [*compared_policies(), *(["vdn"] if learned else [])]
+        elif "all" in specs:
             raise ValueError(f"--policies {' '.join(items)}: 'all' stands alone")
-        specs = [spec for item in items for spec in ([item] if ":" in item else item.split(","))]
+    seen = {}
     for spec in specs:
         name, options = parse_policy_spec(spec)
         check_known(name, [*POLICIES.names(), "vdn"], "policy", field=False)
         if name == "vdn" and options:
             raise ValueError(f"--policies {spec}: vdn takes no options (its checkpoint sets it)")
-        if specs.count(spec) > 1:
-            raise ValueError(f"--policies names {spec} twice")
+        if name != "vdn":
+            check_policy_options(name, options)
+        key = (name, tuple(sorted(options.items())))
+        if key in seen:
+            raise ValueError(f"--policies names one policy twice: {seen[key]} and {spec}")
+        seen[key] = spec
     if "vdn" in specs and not learned:
         raise ValueError("policy vdn needs --checkpoint PATH")
     if learned and "vdn" not in specs:
         print("warning: --policies leaves out vdn, so the checkpoint sets the federation only and its agent is not "
               "evaluated (add vdn to --policies)", file=sys.stderr, flush=True)
     return specs
+
+
+def split_policies(item: str) -> list[str]:
+    """The policies of one ``--policies`` item, each without stray spaces or empty parts: the names of a
+    comma-separated list, or the one policy of ``NAME:OPTION=VALUE,...``.
+
+    Raises:
+        ValueError: an item with options whose name part is a list (``fedavg,oort:select_fraction=0.5``).
+    """
+    name, colon, text = item.partition(":")
+    if not colon:
+        return [part.strip() for part in item.split(",") if part.strip()]
+    if "," in name:
+        raise ValueError(f"--policies {item}: an item with options holds one policy; give the names before it as "
+                         f"an item of their own ({name.rpartition(',')[0]} {name.rpartition(',')[2]}:{text})")
+    options = [part.strip() for part in text.split(",") if part.strip()]
+    return [name.strip() + (":" + ",".join(options) if options else "")]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -380,6 +380,8 @@ def config_file_tokens(action: argparse.Action, value) -> list[str]:
     for item in items:
         if isinstance(item, (bool, dict, list)) and action.type is not None:
             raise ValueError(f"{item!r} is not a valid {action.type.__name__} for {flag}")
+        if isinstance(item, (dict, list)):
+            raise ValueError(f"{item!r} is not one value for {flag} (YAML reads 'a: b' as a mapping: quote it)")
         _check_item(action, flag, item)
     return [flag, *map(str, items)]
 

@@ -133,7 +133,10 @@ def test_a_policy_built_from_a_spec_takes_its_options_and_the_rounds_and_is_name
     policy = policy_from_spec("stale-fastest:k=2", num_rounds=7)
     assert isinstance(policy, StaleFastestPolicy) and (policy.k, policy.num_rounds) == (2, 7)
     assert policy.name == "stale-fastest:k=2"
-    assert policy_from_spec("stale-fastest:num_rounds=9", num_rounds=7).num_rounds == 9  # the spec's own wins
+    with pytest.raises(ValueError, match=r"num_rounds=9 is not the federation's 7"):  # the federation's, not a choice
+        policy_from_spec("stale-fastest:num_rounds=9", num_rounds=7)
+    assert policy_from_spec("fastest:select_fraction=0.5", select_fraction=0.25).select_fraction == 0.5  # spec's wins
+    assert "name" not in policy_options("stale-fastest")  # named by its spec, never by an option
     assert policy_from_spec("fastest", num_rounds=7).name == "fastest"  # fastest takes no num_rounds
     with pytest.raises(ValueError, match=r"policy 'fastest' takes no option 'k'"):
         policy_from_spec("fastest:k=2", num_rounds=7)

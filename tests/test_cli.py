@@ -231,18 +231,54 @@ def test_evaluate_builds_policies_with_their_options_and_the_federations_rounds(
     assert uploads["stale-fastest:last_rounds=2,drop=0"] == uploads["fedavg"] > 0
 
 
+def test_evaluate_policy_items_lose_stray_spaces_and_empty_parts():
+    assert evaluate.policy_specs(["fedavg, random,", " stale-fastest: k=2,,drop=0 ", "oort:"], learned=False) == [
+        "fedavg", "random", "stale-fastest:k=2,drop=0", "oort"]
+
+
+def test_an_evaluation_of_references_alone_says_that_nothing_is_paired(tmp_path, capsys):
+    assert evaluate.main(["--policies", "late-rounds:last_rounds=1", "--episodes", "1", "--out", str(tmp_path / "e"),
+                          "--no-progress", *TINY_FLAGS]) == 0
+    assert "no paired differences: neither fedavg nor a baseline that --policies all compares ran" in (
+        capsys.readouterr().out)
+
+
+def test_a_yaml_mapping_among_the_policies_of_a_config_file_is_refused_naming_the_key(tmp_path, capsys):
+    path = tmp_path / "eval.yaml"
+    path.write_text("policies:\n  - fedavg\n  - oort: select_fraction=0.5\n")
+    with pytest.raises(SystemExit):
+        evaluate.main(["--config", str(path), "--out", str(tmp_path / "e")])
+    assert (f"config file {path}: key 'policies': {{'oort': 'select_fraction=0.5'}} is not one value for --policies "
+            "(YAML reads 'a: b' as a mapping: quote it)") in error_line(capsys.readouterr().err)
+    assert not (tmp_path / "e").exists()
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--clients-per-round", "20"], "clients_per_round=20 must be <= num_clients=10"),
     (["--policies", "fedavg,oracle"], "policy 'oracle' is not known; allowed: fedavg"),
     (["--policies", "vdn"], "policy vdn needs --checkpoint"),
     (["--checkpoint", "missing.pt"], "no checkpoint at missing.pt"),
-    (["--policies", "fedavg,oort", "fedavg"], "--policies names fedavg twice"),
+    (["--policies", "fedavg,oort", "fedavg"], "--policies names one policy twice: fedavg and fedavg"),
     (["--policies", "all", "fedavg"], "--policies all fedavg: 'all' stands alone"),
     (["--policies", "stale-fastest:k"], "policy 'stale-fastest:k': option 'k' is not OPTION=VALUE"),
     (["--policies", "fastest:k=2"], "policy 'fastest' takes no option 'k'; it takes: select_fraction"),
     (["--policies", "stale-fastest:k=0"], "stale-fastest k=0, last_rounds=3, drop=1: need k >= 1"),
     (["--policies", "late-rounds:last_rounds=3", "--num-rounds", "2"], "need k >= 0 and 0 <= last_rounds <= "
                                                                        "num_rounds=2"),
+    (["--policies", "stale-fastest", "--num-rounds", "2"], "(its default options; give others as "
+                                                           "stale-fastest:OPTION=VALUE,...)"),
+    (["--policies", "fedavg, fedavg"], "--policies names one policy twice: fedavg and fedavg"),
+    (["--policies", "oort:select_fraction=0.5", "oort:select_fraction=0.50"],
+     "names one policy twice: oort:select_fraction=0.5 and oort:select_fraction=0.50"),
+    (["--policies", "fedavg,all"], "--policies fedavg,all: 'all' stands alone"),
+    (["--policies", "fedavg,oort:select_fraction=0.5"], "an item with options holds one policy; give the names "
+                                                        "before it as an item of their own (fedavg oort:"),
+    (["--policies", "late-rounds:k=1.5"], "policy 'late-rounds:k=1.5': late-rounds k=1.5 must be an integer"),
+    (["--policies", "stale-fastest:drop=True"], "stale-fastest drop=True must be an integer"),
+    (["--policies", "oort:select_fraction='half'"], "select_fraction='half' must be a number"),
+    (["--policies", "late-rounds:num_rounds=10"], "num_rounds=10 is not the federation's 20"),
+    (["--policies", "late-rounds:name='x'"], "policy 'late-rounds' takes no option 'name'; it takes: k, "
+                                             "last_rounds, num_rounds"),
 ])
 def test_bad_evaluate_flags_exit_with_a_one_line_error(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

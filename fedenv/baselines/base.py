@@ -126,11 +126,24 @@ def check_select_fraction(select_fraction: float) -> float:
     """``select_fraction`` itself, when it is in (0, 1].
 
     Raises:
-        ValueError: ``select_fraction`` outside (0, 1].
+        ValueError: ``select_fraction`` not a number or outside (0, 1].
     """
+    if isinstance(select_fraction, bool) or not isinstance(select_fraction, (int, float)):
+        raise ValueError(f"select_fraction={select_fraction!r} must be a number")
     if not 0.0 < select_fraction <= 1.0:
         raise ValueError(f"select_fraction={select_fraction} must be in (0, 1]")
     return select_fraction
+
+
+def check_counts(policy: str, **counts) -> None:
+    """Refuse a count option of ``policy`` (``k=2``) that is not an integer (a bool is not one).
+
+    Raises:
+        ValueError: names the option, its value and the policy.
+    """
+    for option, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{policy} {option}={value!r} must be an integer")
 
 
 def select_count(num_candidates: int, fraction: float) -> int:

@@ -13,7 +13,8 @@ _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEY
 
 def policy_options(name: str) -> tuple[str, ...] | None:
     """The options policy ``name`` takes: the keyword parameters of its registered class (or factory),
-    e.g. ``("select_fraction",)`` for ``fastest``; ``None`` when it takes any (``**kwargs``).
+    e.g. ``("select_fraction",)`` for ``fastest``, but ``name`` (a policy is named by :func:`make_policy`'s
+    ``name`` and by its spec, :func:`policy_from_spec`); ``None`` when it takes any (``**kwargs``).
 
     Raises:
         ValueError: ``name`` is not registered (the message lists the registered names).
@@ -21,7 +22,7 @@ def policy_options(name: str) -> tuple[str, ...] | None:
     parameters = inspect.signature(POLICIES.get(name)).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return None
-    return tuple(p.name for p in parameters if p.kind in _KEYWORD_KINDS)
+    return tuple(p.name for p in parameters if p.kind in _KEYWORD_KINDS and p.name != "name")
 
 
 def options_for(name: str, **settings) -> dict:
@@ -88,17 +89,27 @@ def parse_policy_spec(spec: str) -> tuple[str, dict]:
 def policy_from_spec(spec: str, **settings) -> Policy:
     """The policy ``spec`` (:func:`parse_policy_spec`) built by :func:`make_policy` with its options and, where
     the policy takes them (:func:`options_for`), ``settings`` shared by several policies: ``num_rounds`` (a
-    schedule-like policy counts the rounds left) or ``select_fraction``; the spec's own options win. Named
-    ``spec`` (``stale-fastest:k=2``).
+    schedule-like policy counts the rounds left) or ``select_fraction``. A spec's own option wins over a
+    setting, but ``num_rounds``, the federation's, is not the spec's to change. Named ``spec``
+    (``stale-fastest:k=2``).
 
     Example: ``policy_from_spec("stale-fastest:k=2", num_rounds=10)``.
 
     Raises:
-        ValueError: a malformed spec, a name that is not registered, an option the policy does not take or a
-            value it refuses.
+        ValueError: a malformed spec, a name that is not registered, an option the policy does not take, a
+            ``num_rounds`` option other than the setting, or a value the policy refuses (the message names
+            ``spec``).
     """
     name, options = parse_policy_spec(spec)
-    policy = make_policy(name, **{**options_for(name, **settings), **options})
+    check_policy_options(name, options)
+    if "num_rounds" in settings and options.get("num_rounds", settings["num_rounds"]) != settings["num_rounds"]:
+        raise ValueError(f"policy {spec!r}: num_rounds={options['num_rounds']!r} is not the federation's "
+                         f"{settings['num_rounds']}, which it counts the rounds of (set last_rounds instead)")
+    try:
+        policy = make_policy(name, **{**options_for(name, **settings), **options})
+    except (TypeError, ValueError) as error:
+        hint = "" if options else f" (its default options; give others as {name}:OPTION=VALUE,...)"
+        raise ValueError(f"policy {spec!r}: {error}{hint}") from None
     policy.name = spec
     return policy
 

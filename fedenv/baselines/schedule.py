@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from fedenv.baselines.base import Policy, candidates
+from fedenv.baselines.base import Policy, candidates, check_counts
 
 
 class LateRoundsPolicy(Policy):
@@ -14,14 +14,15 @@ class LateRoundsPolicy(Policy):
     last_rounds`` rounds; every candidate uploads in the last ``last_rounds`` rounds.
 
     Raises:
-        ValueError: ``k`` below 0 or ``last_rounds`` outside ``[0, num_rounds]``.
+        ValueError: a count that is not an integer, ``k`` below 0 or ``last_rounds`` outside ``[0, num_rounds]``.
     """
 
     compared: ClassVar[bool] = False
 
     def __init__(self, k: int = 1, last_rounds: int = 0, num_rounds: int = 20, name: str = "late-rounds"):
+        check_counts(name, k=k, last_rounds=last_rounds, num_rounds=num_rounds)
         if k < 0 or not 0 <= last_rounds <= num_rounds:
-            raise ValueError(f"schedule k={k}, last_rounds={last_rounds}: need k >= 0 and 0 <= last_rounds <= "
+            raise ValueError(f"{name} k={k}, last_rounds={last_rounds}: need k >= 0 and 0 <= last_rounds <= "
                              f"num_rounds={num_rounds}")
         self.k, self.last_rounds, self.num_rounds, self.name = k, last_rounds, num_rounds, name
         self.reset(0)

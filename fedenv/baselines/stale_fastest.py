@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from fedenv.baselines.base import Policy, candidates, expected_duration_s
+from fedenv.baselines.base import Policy, candidates, check_counts, expected_duration_s
 
 
 class StaleFastestPolicy(Policy):
@@ -29,13 +29,15 @@ class StaleFastestPolicy(Policy):
     It decides before any client trains (``probes = False``), so it runs without probing.
 
     Raises:
-        ValueError: ``k`` below 1, ``last_rounds`` outside ``[0, num_rounds]`` or ``drop`` below 0.
+        ValueError: a count that is not an integer, ``k`` below 1, ``last_rounds`` outside ``[0, num_rounds]`` or
+            ``drop`` below 0.
     """
 
     compared: ClassVar[bool] = False
 
     def __init__(self, k: int = 1, last_rounds: int = 3, drop: int = 1, num_rounds: int = 20,
                  name: str = "stale-fastest"):
+        check_counts(name, k=k, last_rounds=last_rounds, drop=drop, num_rounds=num_rounds)
         if k < 1 or drop < 0 or not 0 <= last_rounds <= num_rounds:
             raise ValueError(f"{name} k={k}, last_rounds={last_rounds}, drop={drop}: need k >= 1, "
                              f"drop >= 0 and 0 <= last_rounds <= num_rounds={num_rounds}")

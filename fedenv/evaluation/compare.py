@@ -148,6 +148,9 @@ def compare(env_config: EnvConfig, policies: list[Policy], seeds: list[int], out
     if paired[1]:
         print()
         print(format_paired_table(paired[1]))
+    elif not paired[0]:
+        print("no paired differences: neither fedavg nor a baseline that --policies all compares ran, so there is "
+              "no reference")
     if out_dir is not None:
         paths = write_results(out_dir, records, env_config, transfer, paired, methods)
         print("wrote " + ", ".join(str(p) for p in paths.values()))

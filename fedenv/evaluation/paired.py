@@ -264,9 +264,9 @@ def compare_to_references(per_episode: Mapping[str, list[dict]]) -> tuple[dict[s
     """The references of a comparison (:func:`reference_policies`) and every policy's paired differences to
     them (:func:`paired_differences` with its defaults). The fixed policies that can be the best fixed one
     are those ``--policies all`` compares (:func:`fedenv.baselines.compared_policies`: the seed papers'
-    baselines, also with options, ``oort:select_fraction=0.5``), run without a checkpoint. Policies outside
-    them (``stale-fastest``, ``late-rounds``, ``oracle-fastest``, ``select-all``: diagnostics and references
-    of ours) are compared to the references but are never the yardstick."""
+    baselines, ``random`` and ``fastest``, also with options, ``oort:select_fraction=0.5``), run without a
+    checkpoint. Policies outside them (``stale-fastest``, ``late-rounds``, ``oracle-fastest``, ``select-all``:
+    diagnostics and references of ours) are compared to the references but are never the yardstick."""
     from fedenv.baselines.factory import compared_policies
 
     yardsticks = set(compared_policies())

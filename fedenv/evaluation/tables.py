@@ -70,7 +70,7 @@ def format_paired_table(rows: list[dict]) -> str:
         runs = {r["policy"]: r["runs"] for r in chosen if r["runs"] > 1}
         over = f"{first['seeds']} evaluation seeds" + (
             " and training runs (" + ", ".join(f"{p}: {n} runs" for p, n in runs.items()) + ")" if runs else "")
-        what = "FedAvg" if role == "fedavg" else "the best by mean team return of the fixed policies evaluated here"
+        what = "FedAvg" if role == "fedavg" else "the best by mean team return of the baselines evaluated here"
         title = (f"paired difference to {first['reference']} ({what}): policy minus reference on the same seeds, "
                  f"{first['confidence_level']:.0%} CI, bootstrap over {over}")
         metrics = list(dict.fromkeys(r["metric"] for r in chosen))
