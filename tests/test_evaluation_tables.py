@@ -30,3 +30,10 @@ def test_a_policy_from_several_runs_shows_the_spread_over_runs_and_a_note():
     lines = format_table([row("fedavg", 4.0, 2), vdn]).split("\n")
     assert "0.9123 +- 0.0100 (runs +- 0.0200)" in lines[3] and "runs +-" not in lines[2]
     assert lines[4].startswith("vdn: 3 checkpoints")
+
+
+def test_without_fedavg_the_rounds_to_its_accuracy_are_not_applicable_rather_than_never_reached():
+    lines = format_table([row("oort", float("nan"), 0), row("random", float("nan"), 0)]).split("\n")
+    column = lines[0].index("rounds to fedavg acc")
+    assert [line[column:].split()[0] for line in lines[2:]] == ["n/a", "n/a"]
+    assert "never" not in "\n".join(lines)

@@ -30,10 +30,13 @@ def format_table(rows: list[dict]) -> str:
     evaluation seeds), with each policy's probing mode (on: its candidates probed before the decision);
     traffic is upload and download together.
     A policy evaluated from several checkpoints adds ``(runs +- std over training runs)`` to each cell
-    and a note under the table."""
+    and a note under the table. Without a fedavg row, "rounds to fedavg acc" is ``n/a`` (not ``never``)."""
     headers = ["policy", "probing", "final test acc", "rounds to fedavg acc", "latency (s)", "upload (MB)",
                "download (MB)", "traffic (MB)", "team return"]
-    lines = [[row["policy"], "on" if row["probing"] else "off", *(_cell(row, m) for m in METRICS)] for row in rows]
+    fedavg_ran = any(row["policy"] == "fedavg" for row in rows)
+    lines = [[row["policy"], "on" if row["probing"] else "off",
+              *("n/a" if m == "rounds_to_fedavg" and not fedavg_ran else _cell(row, m) for m in METRICS)]
+             for row in rows]
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *lines)]
 
     def render(cells):
