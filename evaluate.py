@@ -152,7 +152,7 @@ def build_policies(specs: list[str], learned: list, paths: list[str], **settings
     takes them.
 
     Raises:
-        ValueError: an option a policy does not take, or a value it refuses.
+        ValueError: an option a policy does not take, or a value it refuses (the message names the spec).
     """
     policies, checkpoints = [], []
     for spec in specs:
@@ -160,7 +160,10 @@ def build_policies(specs: list[str], learned: list, paths: list[str], **settings
             policies += learned
             checkpoints += paths
         else:
-            policies.append(policy_from_spec(spec, **settings))
+            try:
+                policies.append(policy_from_spec(spec, **settings))
+            except ValueError as error:
+                raise ValueError(f"--policies {spec}: {error}") from None
             checkpoints.append(None)
     return policies, checkpoints
 

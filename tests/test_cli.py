@@ -273,10 +273,11 @@ def test_a_yaml_mapping_among_the_policies_of_a_config_file_is_refused_naming_th
     (["--policies", "fedavg,all"], "--policies fedavg,all: 'all' stands alone"),
     (["--policies", "fedavg,oort:select_fraction=0.5"], "an item with options holds one policy; give the names "
                                                         "before it as an item of their own (fedavg oort:"),
-    (["--policies", "late-rounds:k=1.5"], "policy 'late-rounds:k=1.5': late-rounds k=1.5 must be an integer"),
+    (["--policies", "late-rounds:k=1.5"], "--policies late-rounds:k=1.5: late-rounds k=1.5 must be an integer"),
     (["--policies", "stale-fastest:drop=True"], "stale-fastest drop=True must be an integer"),
     (["--policies", "oort:select_fraction='half'"], "select_fraction='half' must be a number"),
-    (["--policies", "late-rounds:num_rounds=10"], "num_rounds=10 is not the federation's 20"),
+    (["--policies", "late-rounds:num_rounds=10"],
+     "--policies late-rounds:num_rounds=10: late-rounds num_rounds=10 is not the federation's 20"),
     (["--policies", "late-rounds:name='x'"], "policy 'late-rounds' takes no option 'name'; it takes: k, "
                                              "last_rounds, num_rounds"),
 ])

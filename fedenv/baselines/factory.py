@@ -97,19 +97,19 @@ def policy_from_spec(spec: str, **settings) -> Policy:
 
     Raises:
         ValueError: a malformed spec, a name that is not registered, an option the policy does not take, a
-            ``num_rounds`` option other than the setting, or a value the policy refuses (the message names
-            ``spec``).
+            ``num_rounds`` option other than the setting, or a value the policy refuses (with a hint where the
+            policy's default options are refused).
     """
     name, options = parse_policy_spec(spec)
     check_policy_options(name, options)
     if "num_rounds" in settings and options.get("num_rounds", settings["num_rounds"]) != settings["num_rounds"]:
-        raise ValueError(f"policy {spec!r}: num_rounds={options['num_rounds']!r} is not the federation's "
+        raise ValueError(f"{name} num_rounds={options['num_rounds']!r} is not the federation's "
                          f"{settings['num_rounds']}, which it counts the rounds of (set last_rounds instead)")
     try:
         policy = make_policy(name, **{**options_for(name, **settings), **options})
     except (TypeError, ValueError) as error:
         hint = "" if options else f" (its default options; give others as {name}:OPTION=VALUE,...)"
-        raise ValueError(f"policy {spec!r}: {error}{hint}") from None
+        raise ValueError(f"{error}{hint}") from None
     policy.name = spec
     return policy
 
