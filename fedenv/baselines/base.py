@@ -33,6 +33,7 @@ Policies that select ``m`` of the candidates use ``m = max(1, round(select_fract
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -128,7 +129,7 @@ def check_select_fraction(select_fraction: float) -> float:
     Raises:
         ValueError: ``select_fraction`` not a number or outside (0, 1].
     """
-    if isinstance(select_fraction, bool) or not isinstance(select_fraction, (int, float)):
+    if isinstance(select_fraction, bool) or not isinstance(select_fraction, numbers.Real):
         raise ValueError(f"select_fraction={select_fraction!r} must be a number")
     if not 0.0 < select_fraction <= 1.0:
         raise ValueError(f"select_fraction={select_fraction} must be in (0, 1]")
@@ -136,13 +137,14 @@ def check_select_fraction(select_fraction: float) -> float:
 
 
 def check_counts(policy: str, **counts) -> None:
-    """Refuse a count option of ``policy`` (``k=2``) that is not an integer (a bool is not one).
+    """Refuse a count option of ``policy`` (``k=2``) that is not an integer (Python's or NumPy's; a bool is not
+    one).
 
     Raises:
         ValueError: names the option, its value and the policy.
     """
     for option, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ValueError(f"{policy} {option}={value!r} must be an integer")
 
 
